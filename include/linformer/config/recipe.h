@@ -1,0 +1,344 @@
+#pragma once
+// The recipe: every setting of a run, as typed structs.
+//
+// Each section lists its options exactly once in visit(): TOML key, default,
+// help and validation. Cross-option checks live in validate_recipe()
+// (config/recipe_loader.h). `linformer options` prints this as a reference.
+
+#include "linformer/config/options.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace linformer::config {
+
+using std::string_view_literals::operator""sv;
+
+// ---- Enumerations ---------------------------------------------------------------
+
+enum class CorpusFormat { automatic, text, jsonl, wikiextractor };
+constexpr auto enum_names(CorpusFormat) {
+  using E = CorpusFormat;
+  return std::array{std::pair{E::automatic, "auto"sv}, std::pair{E::text, "text"sv},
+                    std::pair{E::jsonl, "jsonl"sv}, std::pair{E::wikiextractor, "wikiextractor"sv}};
+}
+
+enum class TokenizerKind { unigram, bpe };
+constexpr auto enum_names(TokenizerKind) {
+  using E = TokenizerKind;
+  return std::array{std::pair{E::unigram, "unigram"sv}, std::pair{E::bpe, "bpe"sv}};
+}
+
+// How blocks of n tokens are cut from the token stream (fairseq's TokenBlockDataset).
+enum class BreakMode { none, complete, complete_doc, eos };
+constexpr auto enum_names(BreakMode) {
+  using E = BreakMode;
+  return std::array{std::pair{E::none, "none"sv}, std::pair{E::complete, "complete"sv},
+                    std::pair{E::complete_doc, "complete_doc"sv}, std::pair{E::eos, "eos"sv}};
+}
+
+enum class NormPlacement { post, pre };
+constexpr auto enum_names(NormPlacement) {
+  using E = NormPlacement;
+  return std::array{std::pair{E::post, "post"sv}, std::pair{E::pre, "pre"sv}};
+}
+
+enum class AttentionKind { full, linformer };
+constexpr auto enum_names(AttentionKind) {
+  using E = AttentionKind;
+  return std::array{std::pair{E::full, "full"sv}, std::pair{E::linformer, "linformer"sv}};
+}
+
+// Which Linformer projections are shared (paper §4): none = E_i, F_i per head.
+enum class Sharing { none, headwise, kv, layerwise };
+constexpr auto enum_names(Sharing) {
+  using E = Sharing;
+  return std::array{std::pair{E::none, "none"sv}, std::pair{E::headwise, "headwise"sv},
+                    std::pair{E::kv, "kv"sv}, std::pair{E::layerwise, "layerwise"sv}};
+}
+
+enum class ProjectionKind { linear, mean, max, conv };
+constexpr auto enum_names(ProjectionKind) {
+  using E = ProjectionKind;
+  return std::array{std::pair{E::linear, "linear"sv}, std::pair{E::mean, "mean"sv},
+                    std::pair{E::max, "max"sv}, std::pair{E::conv, "conv"sv}};
+}
+
+// normal: N(0, model.init_std) (fairseq's effective init); paper: N(0, 1/k); xavier: uniform.
+enum class ProjectionInit { normal, paper, xavier };
+constexpr auto enum_names(ProjectionInit) {
+  using E = ProjectionInit;
+  return std::array{std::pair{E::normal, "normal"sv}, std::pair{E::paper, "paper"sv},
+                    std::pair{E::xavier, "xavier"sv}};
+}
+
+enum class LrSchedule { polynomial, linear, cosine, inverse_sqrt, constant };
+constexpr auto enum_names(LrSchedule) {
+  using E = LrSchedule;
+  return std::array{std::pair{E::polynomial, "polynomial"sv}, std::pair{E::linear, "linear"sv},
+                    std::pair{E::cosine, "cosine"sv}, std::pair{E::inverse_sqrt, "inverse_sqrt"sv},
+                    std::pair{E::constant, "constant"sv}};
+}
+
+enum class Precision { fp32, bf16 };
+constexpr auto enum_names(Precision) {
+  using E = Precision;
+  return std::array{std::pair{E::fp32, "fp32"sv}, std::pair{E::bf16, "bf16"sv}};
+}
+
+// ---- Sections ------------------------------------------------------------------
+
+struct DataConfig {
+  std::vector<std::string> corpus;
+  CorpusFormat format;
+  bool document_per_line;
+  std::string json_text_field;
+  std::string prepared_dir;
+  TokenizerKind tokenizer;
+  std::string tokenizer_model;
+  int vocab_size;
+  int tokenizer_max_sentences;
+  int seq_len;
+  BreakMode break_mode;
+  double valid_fraction;
+  double test_fraction;
+
+  template <class V>
+  void visit(V& v) {
+    v("corpus", corpus, {"data/brown/text"},
+      "Corpus files, directories or glob patterns: plain text, JSON lines, WikiExtractor output, any of them "
+      "gzip-compressed (.gz). Relative paths are relative to the working directory.",
+      non_empty<std::vector<std::string>>());
+    v("format", format, CorpusFormat::automatic,
+      "Corpus file format; auto decides per file from its name and first bytes.");
+    v("document_per_line", document_per_line, false,
+      "Plain text: each line is a document (otherwise blank lines separate documents).");
+    v("json_text_field", json_text_field, "text", "JSON lines: the field that holds the document text.",
+      non_empty<std::string>());
+    v("prepared_dir", prepared_dir, "data/prepared/brown",
+      "Where `linformer prepare` writes the tokenizer, the token shards and the splits.",
+      non_empty<std::string>());
+    v("tokenizer", tokenizer, TokenizerKind::unigram, "SentencePiece model type to train.");
+    v("tokenizer_model", tokenizer_model, "",
+      "A pre-trained SentencePiece .model file to use instead of training one (empty: train).");
+    v("vocab_size", vocab_size, 8000, "Vocabulary size, special tokens included.", at_least(16));
+    v("tokenizer_max_sentences", tokenizer_max_sentences, 1000000,
+      "Train the tokenizer on a sample of at most this many sentences.", at_least(1));
+    v("seq_len", seq_len, 512, "n: tokens per block, <s> included; the model's maximum positions.",
+      at_least(2));
+    v("break_mode", break_mode, BreakMode::complete,
+      "How blocks are cut: none (fixed windows), complete (whole sentences), complete_doc (whole "
+      "sentences, never across documents), eos (one sentence per block).");
+    v("valid_fraction", valid_fraction, 0.05, "Fraction of documents held out for validation.",
+      in_range(0.0, 0.5));
+    v("test_fraction", test_fraction, 0.05, "Fraction of documents held out for testing.", in_range(0.0, 0.5));
+  }
+};
+
+struct ModelConfig {
+  int layers;
+  int d_model;
+  int heads;
+  int ffn_dim;
+  double dropout;
+  double attention_dropout;
+  double activation_dropout;
+  NormPlacement norm;
+  double layer_norm_eps;
+  double init_std;
+  AttentionKind attention;
+  int k;
+  std::vector<int> k_per_layer;
+  Sharing sharing;
+  ProjectionKind projection;
+  bool freeze_projection;
+  ProjectionInit projection_init;
+
+  template <class V>
+  void visit(V& v) {
+    v("layers", layers, 4, "Number of encoder blocks.", at_least(1));
+    v("d_model", d_model, 256, "d: hidden size.", at_least(1));
+    v("heads", heads, 4, "Attention heads; must divide d_model.", at_least(1));
+    v("ffn_dim", ffn_dim, 1024, "Inner size of the feed-forward layer.", at_least(1));
+    v("dropout", dropout, 0.1, "Dropout on embeddings, attention output and feed-forward output.",
+      in_half_open(0.0, 1.0));
+    v("attention_dropout", attention_dropout, 0.1, "Dropout on attention probabilities.",
+      in_half_open(0.0, 1.0));
+    v("activation_dropout", activation_dropout, 0.0, "Dropout after the feed-forward GELU.",
+      in_half_open(0.0, 1.0));
+    v("norm", norm, NormPlacement::post, "LayerNorm placement: post (RoBERTa) or pre.");
+    v("layer_norm_eps", layer_norm_eps, 1e-5, "LayerNorm epsilon.", greater_than(0.0));
+    v("init_std", init_std, 0.02, "Standard deviation of the N(0, σ) weight initialisation.",
+      greater_than(0.0));
+    v("attention", attention, AttentionKind::linformer,
+      "Self-attention: full (softmax over all n keys, the Transformer baseline) or linformer.");
+    v("k", k, 128, "Linformer: projected length of keys and values.", at_least(1));
+    v("k_per_layer", k_per_layer, {},
+      "Linformer: one k per layer (nonuniform k); empty: model.k everywhere.", each_at_least(1));
+    v("sharing", sharing, Sharing::headwise,
+      "Linformer projection sharing: none (per head), headwise (per layer), kv (E = F per layer), "
+      "layerwise (one E = F for the whole model).");
+    v("projection", projection, ProjectionKind::linear,
+      "Linformer projection: linear (learned k×n), mean or max pooling, conv (kernel = stride = n/k).");
+    v("freeze_projection", freeze_projection, false,
+      "Linformer: keep learned projections at their initial values.");
+    v("projection_init", projection_init, ProjectionInit::normal,
+      "Linformer projection init: normal (N(0, init_std), fairseq's effective init), paper (N(0, 1/k)) "
+      "or xavier (uniform).");
+  }
+};
+
+struct MaskingConfig {
+  double probability;
+  double mask_fraction;
+  double random_fraction;
+  bool whole_word;
+
+  template <class V>
+  void visit(V& v) {
+    v("probability", probability, 0.15, "Fraction of positions selected for prediction.",
+      in_range(0.0, 1.0));
+    v("mask_fraction", mask_fraction, 0.8, "Of the selected positions: fraction replaced by <mask>.",
+      in_range(0.0, 1.0));
+    v("random_fraction", random_fraction, 0.1,
+      "Of the selected positions: fraction replaced by a random ordinary token (the rest stay unchanged).",
+      in_range(0.0, 1.0));
+    v("whole_word", whole_word, false, "Select whole words (SentencePiece ▁ word starts) together.");
+  }
+};
+
+struct OptimConfig {
+  double lr;
+  double adam_beta1;
+  double adam_beta2;
+  double adam_eps;
+  double weight_decay;
+  bool decay_bias_and_norm;
+  double clip_norm;
+  LrSchedule schedule;
+  int warmup_updates;
+  double end_lr;
+  double power;
+
+  template <class V>
+  void visit(V& v) {
+    v("lr", lr, 5e-4, "Peak learning rate.", at_least(0.0));
+    v("adam_beta1", adam_beta1, 0.9, "AdamW β1.", in_half_open(0.0, 1.0));
+    v("adam_beta2", adam_beta2, 0.98, "AdamW β2.", in_half_open(0.0, 1.0));
+    v("adam_eps", adam_eps, 1e-6, "AdamW ε.", greater_than(0.0));
+    v("weight_decay", weight_decay, 0.01, "Decoupled weight decay.", at_least(0.0));
+    v("decay_bias_and_norm", decay_bias_and_norm, false,
+      "Also apply weight decay to biases and LayerNorm weights.");
+    v("clip_norm", clip_norm, 1.0, "Clip the global gradient norm to this value (0: no clipping).",
+      at_least(0.0));
+    v("schedule", schedule, LrSchedule::polynomial,
+      "Learning-rate decay after warmup: polynomial (fairseq's default), linear, cosine, inverse_sqrt or "
+      "constant.");
+    v("warmup_updates", warmup_updates, 1000, "Linear warmup from 0 to optim.lr over this many updates.",
+      at_least(0));
+    v("end_lr", end_lr, 0.0, "Learning rate at train.max_updates (polynomial, linear, cosine).",
+      at_least(0.0));
+    v("power", power, 1.0, "Exponent of the polynomial decay.", greater_than(0.0));
+  }
+};
+
+struct TrainConfig {
+  int batch_size;
+  int accumulation;
+  int max_updates;
+  int64_t max_tokens;
+  double max_minutes;
+  Precision precision;
+
+  template <class V>
+  void visit(V& v) {
+    v("batch_size", batch_size, 8, "Sequences per micro-batch.", at_least(1));
+    v("accumulation", accumulation, 1, "Micro-batches accumulated into one update.", at_least(1));
+    v("max_updates", max_updates, 10000, "Stop after this many updates (0: no limit).", at_least(0));
+    v("max_tokens", max_tokens, int64_t{0}, "Stop after this many training tokens (0: no limit).",
+      at_least(int64_t{0}));
+    v("max_minutes", max_minutes, 0.0, "Stop after this much wall time (0: no limit).", at_least(0.0));
+    v("precision", precision, Precision::fp32,
+      "fp32, or bf16 mixed precision (bf16 matmuls, fp32 master weights; needs avx512_bf16).");
+  }
+};
+
+struct ValidationConfig {
+  int every;
+  int max_batches;
+  int patience;
+
+  template <class V>
+  void visit(V& v) {
+    v("every", every, 500, "Validate every this many updates (0: only at the end).", at_least(0));
+    v("max_batches", max_batches, 0, "Validate on at most this many batches (0: the whole split).",
+      at_least(0));
+    v("patience", patience, 0,
+      "Early stopping: stop after this many validations without improvement (0: never).", at_least(0));
+  }
+};
+
+struct CheckpointConfig {
+  int every;
+  int keep_last;
+  bool keep_best;
+  int milestone_every;
+
+  template <class V>
+  void visit(V& v) {
+    v("every", every, 1000, "Write a checkpoint every this many updates (0: only at the end).",
+      at_least(0));
+    v("keep_last", keep_last, 2, "Keep this many recent checkpoints.", at_least(1));
+    v("keep_best", keep_best, true, "Also keep the checkpoint with the best validation loss.");
+    v("milestone_every", milestone_every, 0,
+      "Also keep, never deleted, the checkpoint of every this many updates (0: none).", at_least(0));
+  }
+};
+
+struct LoggingConfig {
+  int every;
+
+  template <class V>
+  void visit(V& v) {
+    v("every", every, 10, "Write a training log line and a metrics row every this many updates.",
+      at_least(1));
+  }
+};
+
+struct Recipe {
+  std::string name;
+  int64_t seed;
+  int threads;
+  DataConfig data;
+  ModelConfig model;
+  MaskingConfig masking;
+  OptimConfig optim;
+  TrainConfig train;
+  ValidationConfig validation;
+  CheckpointConfig checkpoint;
+  LoggingConfig logging;
+
+  // Every field at its declared default (name empty).
+  Recipe();
+
+  // Top-level options first: in TOML they must precede the first [section].
+  template <class V>
+  void visit(V& v) {
+    v("name", name, "", "Run name; the default run directory is runs/<name>. Default: the recipe's file name.");
+    v("seed", seed, int64_t{1}, "Seed of every random stream (init, dropout, masking, shuffling).");
+    v("threads", threads, 0, "OpenMP threads (0: all cores).", at_least(0));
+    v.section("data", "Corpus, tokenizer, blocks and splits.", data);
+    v.section("model", "Encoder shape and attention.", model);
+    v.section("masking", "Masked-LM corruption (dynamic: new masks every epoch).", masking);
+    v.section("optim", "AdamW and the learning-rate schedule.", optim);
+    v.section("train", "Batches and stopping.", train);
+    v.section("validation", "Validation on the valid split with a fixed mask.", validation);
+    v.section("checkpoint", "Checkpoints and what is kept.", checkpoint);
+    v.section("logging", "Log lines and metrics rows.", logging);
+  }
+};
+
+}  // namespace linformer::config

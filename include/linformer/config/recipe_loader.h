@@ -1,0 +1,41 @@
+#pragma once
+// Reading, validating and writing recipes.
+//
+// A recipe is a TOML file. It may inherit another with a top-level
+//   base = "../base.toml"   (relative to the file that names it)
+// whose values it overrides, key by key. Command-line overrides ("model.k=256",
+// from --set) are applied last. Unknown keys, wrong types, out-of-range values
+// and inconsistent combinations are all reported together, each with the file,
+// line and key, in one linformer::Error.
+
+#include "linformer/config/recipe.h"
+
+#include <string>
+#include <vector>
+
+namespace linformer::config {
+
+// Loads `path` with its base chain and the overrides; throws linformer::Error.
+Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// Cross-option checks (heads divide d_model, k ≤ n, …); one message per problem.
+std::vector<std::string> validate_recipe(const Recipe& recipe);
+
+// The fully resolved recipe as TOML; load_recipe() of it gives the same recipe.
+std::string dump_recipe(const Recipe& recipe);
+
+// One declared option, for the reference and for suggestions.
+struct OptionInfo {
+  std::string key;            // "model.k"; sections have their bare name, e.g. "model"
+  std::string type;           // "integer", "one of: full, linformer", …
+  std::string default_value;  // as TOML
+  std::string help;
+  std::string rule;           // "≥ 1", or empty
+  bool is_section = false;
+};
+std::vector<OptionInfo> recipe_options();
+
+// The recipe reference in Markdown (the README's table comes from this).
+std::string recipe_reference_markdown();
+
+}  // namespace linformer::config

@@ -1,0 +1,20 @@
+#pragma once
+// Logging through spdlog's default logger: a coloured console sink on stderr,
+// plus a file sink in the run directory once one exists.
+
+#include <spdlog/spdlog.h>
+
+#include <string>
+
+namespace linformer {
+
+// Parses "trace|debug|info|warn|error|critical|off"; throws linformer::Error otherwise.
+spdlog::level::level_enum parse_log_level(const std::string& name);
+
+// Installs the console logger at `level`. Safe to call more than once.
+void init_logging(spdlog::level::level_enum level);
+
+// Adds (once per path) a file sink appending to `path`, at the console's level or finer.
+void log_to_file(const std::string& path);
+
+}  // namespace linformer

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Replaces the recipe reference in README.md with the output of `build/linformer options`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+reference=$(build/linformer options)
+python3 - "$reference" <<'PY'
+import sys
+begin, end = "<!-- recipe-reference:begin -->\n", "<!-- recipe-reference:end -->\n"
+text = open("README.md").read()
+head, rest = text.split(begin, 1)
+_, tail = rest.split(end, 1)
+open("README.md", "w").write(head + begin + sys.argv[1] + "\n" + end + tail)
+PY

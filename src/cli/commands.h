@@ -1,0 +1,25 @@
+#pragma once
+// Each subcommand registers its options and its action on the app.
+// The actions only read their options and call the library (thin mains).
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace linformer::cli {
+
+// --recipe and --set, shared by the commands that read a recipe.
+struct RecipeArgs {
+  std::string path;
+  std::vector<std::string> overrides;
+  void add_to(CLI::App& command);
+};
+
+void add_prepare_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+void add_options_command(CLI::App& app);
+
+}  // namespace linformer::cli

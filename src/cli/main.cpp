@@ -1,0 +1,64 @@
+// build/linformer: one binary, one subcommand per job. This file only wires the
+// subcommands together and turns errors into messages and exit codes:
+//   0 success, 1 error (bad input, bad recipe, failed run), 2 bad command line,
+//   3 the subcommand is not implemented yet.
+
+#include "commands.h"
+#include "linformer/core/check.h"
+#include "linformer/core/logging.h"
+#include "linformer/core/version.h"
+#include "linformer/kernels/context.h"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <iostream>
+
+namespace {
+
+std::string version_text() {
+  return fmt::format(
+      "linformer {} (git {}, {} build, {})\n"
+      "oneDNN {}\n"
+      "CPU ISA used by oneDNN: {}\n"
+      "OpenMP threads available: {}",
+      linformer::kVersion, linformer::kGitCommit, linformer::kBuildType, linformer::kCompiler,
+      linformer::dnnl_version_string(), linformer::dnnl_cpu_isa_name(), omp_get_max_threads());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"linformer: masked-language-model pretraining of Linformer and Transformer encoders on CPUs."};
+  app.set_version_flag("--version", version_text);
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "Console log level: trace, debug, info, warn, error, critical, off")
+      ->capture_default_str();
+
+  linformer::cli::add_prepare_command(app);
+  linformer::cli::add_train_command(app);
+  linformer::cli::add_eval_command(app);
+  linformer::cli::add_bench_command(app);
+  linformer::cli::add_options_command(app);
+
+  // Logging must be ready before any subcommand's callback runs.
+  app.parse_complete_callback([&] { linformer::init_logging(linformer::parse_log_level(log_level)); });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  } catch (const linformer::NotImplemented& e) {
+    spdlog::error("{}", e.what());
+    return 3;
+  } catch (const linformer::Error& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    spdlog::critical("unexpected error: {}", e.what());
+    return 1;
+  }
+  return 0;
+}

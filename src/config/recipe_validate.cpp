@@ -1,0 +1,53 @@
+#include "linformer/config/recipe_loader.h"
+
+#include <fmt/format.h>
+
+namespace linformer::config {
+
+std::vector<std::string> validate_recipe(const Recipe& r) {
+  std::vector<std::string> errors;
+  auto fail = [&](auto&&... args) { errors.push_back(fmt::format(std::forward<decltype(args)>(args)...)); };
+  const ModelConfig& m = r.model;
+  const int n = r.data.seq_len;
+
+  if (m.d_model % m.heads != 0)
+    fail("model.heads = {} must divide model.d_model = {}", m.heads, m.d_model);
+
+  if (m.attention == AttentionKind::linformer) {
+    if (!m.k_per_layer.empty() && static_cast<int>(m.k_per_layer.size()) != m.layers)
+      fail("model.k_per_layer has {} values but model.layers = {}", m.k_per_layer.size(), m.layers);
+    if (!m.k_per_layer.empty() && m.sharing == Sharing::layerwise)
+      fail("model.k_per_layer needs a projection per layer, but model.sharing = \"layerwise\" shares one");
+    const std::vector<int> ks = m.k_per_layer.empty() ? std::vector<int>{m.k} : m.k_per_layer;
+    const char* k_key = m.k_per_layer.empty() ? "model.k" : "model.k_per_layer";
+    for (int k : ks) {
+      if (k > n) fail("{} = {} exceeds data.seq_len = {}: the projection would lengthen the sequence", k_key, k, n);
+      else if (m.projection != ProjectionKind::linear && n % k != 0)
+        fail("model.projection = \"{}\" pools with kernel = stride = n/k, so data.seq_len = {} must be a multiple "
+             "of {} = {}",
+             enum_name(m.projection), n, k_key, k);
+    }
+    if (m.freeze_projection && (m.projection == ProjectionKind::mean || m.projection == ProjectionKind::max))
+      fail("model.freeze_projection applies to learned projections (linear, conv), not to \"{}\" pooling",
+           enum_name(m.projection));
+  }
+
+  const MaskingConfig& mask = r.masking;
+  if (mask.mask_fraction + mask.random_fraction > 1.0 + 1e-12)
+    fail("masking.mask_fraction + masking.random_fraction = {} + {} exceeds 1", mask.mask_fraction,
+         mask.random_fraction);
+
+  if (r.data.valid_fraction + r.data.test_fraction >= 1.0)
+    fail("data.valid_fraction + data.test_fraction leaves no documents for training");
+
+  const TrainConfig& t = r.train;
+  if (t.max_updates == 0 && t.max_tokens == 0 && t.max_minutes == 0.0)
+    fail("training would never stop: set train.max_updates, train.max_tokens or train.max_minutes");
+
+  if (r.optim.end_lr > r.optim.lr)
+    fail("optim.end_lr = {} exceeds the peak optim.lr = {}", r.optim.end_lr, r.optim.lr);
+
+  return errors;
+}
+
+}  // namespace linformer::config

@@ -1,0 +1,47 @@
+#include "linformer/core/logging.h"
+
+#include "linformer/core/check.h"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+#include <set>
+
+namespace linformer {
+
+spdlog::level::level_enum parse_log_level(const std::string& name) {
+  const auto level = spdlog::level::from_str(name);
+  // from_str maps anything unknown to "off"; only accept the real spelling of off.
+  LF_CHECK(level != spdlog::level::off || name == "off",
+           "unknown log level '{}' (expected trace, debug, info, warn, error, critical or off)", name);
+  return level;
+}
+
+void init_logging(spdlog::level::level_enum level) {
+  auto logger = spdlog::get("linformer");
+  if (!logger) {
+    logger = spdlog::stderr_color_mt("linformer");
+    logger->set_pattern("%^[%Y-%m-%d %H:%M:%S.%e] [%l]%$ %v");
+    spdlog::set_default_logger(logger);
+  }
+  logger->set_level(level);
+  logger->flush_on(spdlog::level::warn);
+}
+
+void log_to_file(const std::string& path) {
+  static std::set<std::string> attached;
+  if (!attached.insert(path).second) return;
+  auto logger = spdlog::default_logger();
+  auto sink = with_context("opening log file '" + path + "'", [&] {
+    try {
+      return std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, /*truncate=*/false);
+    } catch (const spdlog::spdlog_ex& e) {
+      throw Error(e.what());
+    }
+  });
+  sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
+  logger->sinks().push_back(sink);
+  logger->flush_on(spdlog::level::info);
+}
+
+}  // namespace linformer

@@ -1,0 +1,35 @@
+#include "linformer/config/suggest.h"
+
+#include <gtest/gtest.h>
+
+namespace linformer::config {
+namespace {
+
+TEST(EditDistance, CountsEditsAndAdjacentSwaps) {
+  EXPECT_EQ(edit_distance("", ""), 0);
+  EXPECT_EQ(edit_distance("abc", ""), 3);
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3);
+  EXPECT_EQ(edit_distance("modle", "model"), 1);  // one swap
+  EXPECT_EQ(edit_distance("model.kk", "model.k"), 1);
+}
+
+TEST(ClosestMatch, SuggestsLikelyTypos) {
+  const std::vector<std::string> keys = {"model", "model.k", "model.layers", "data.seq_len", "optim.lr"};
+  EXPECT_EQ(closest_match("model.kk", keys), "model.k");
+  EXPECT_EQ(closest_match("modle", keys), "model");
+  EXPECT_EQ(closest_match("model.layer", keys), "model.layers");
+  EXPECT_EQ(closest_match("data.seqlen", keys), "data.seq_len");
+}
+
+TEST(ClosestMatch, SuggestsTheRightSectionForAKnownLeaf) {
+  const std::vector<std::string> keys = {"model.k", "model.heads", "data.seq_len"};
+  EXPECT_EQ(closest_match("data.heads", keys), "model.heads");
+}
+
+TEST(ClosestMatch, StaysQuietWhenNothingIsClose) {
+  const std::vector<std::string> keys = {"model.k", "model.layers"};
+  EXPECT_EQ(closest_match("completely_unrelated", keys), std::nullopt);
+}
+
+}  // namespace
+}  // namespace linformer::config
