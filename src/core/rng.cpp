@@ -38,6 +38,12 @@ uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+uint64_t hash_string(std::string_view text) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001B3ull;
+  return h;
+}
+
 uint64_t stream_id(std::initializer_list<uint64_t> parts) {
   uint64_t h = 0x6A09E667F3BCC909ull;
   for (uint64_t p : parts) h = mix64(h ^ mix64(p));

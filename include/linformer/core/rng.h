@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <string_view>
 
 namespace linformer {
 
@@ -21,6 +22,9 @@ PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key);
 
 // SplitMix64 finaliser: a good 64-bit mixing function for deriving seeds.
 uint64_t mix64(uint64_t x);
+
+// A stable 64-bit hash of a string (FNV-1a), e.g. to key a stream by a tensor name.
+uint64_t hash_string(std::string_view text);
 
 // A stream id from a list of integers, e.g. stream_id({kMaskStream, epoch, index}).
 uint64_t stream_id(std::initializer_list<uint64_t> parts);

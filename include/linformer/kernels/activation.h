@@ -1,0 +1,14 @@
+#pragma once
+// Exact GELU, x · Φ(x) with Φ the standard normal CDF (erf form), elementwise.
+
+#include <cstdint>
+
+namespace linformer {
+
+// y = gelu(x); y may alias x only when the caller does not need x afterwards.
+void gelu_forward(const float* x, float* y, int64_t n);
+
+// dx = dy * gelu'(x); overwrites dx (may alias dy).
+void gelu_backward(const float* dy, const float* x, float* dx, int64_t n);
+
+}  // namespace linformer

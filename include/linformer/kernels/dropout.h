@@ -1,0 +1,15 @@
+#pragma once
+// Inverted dropout with masks drawn from Philox: element i of a site keeps its
+// value (scaled by 1/(1-p)) when its counter-based uniform is ≥ p. The mask is a
+// pure function of (seed, stream, i), so backward regenerates it instead of
+// storing it, and results do not depend on the thread count.
+
+#include <cstdint>
+
+namespace linformer {
+
+// y = x * keep(i) / (1 - p); y may alias x. p = 0 copies.
+// Backward is the same call on the gradient with the same (seed, stream).
+void dropout_apply(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t stream);
+
+}  // namespace linformer

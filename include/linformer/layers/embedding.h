@@ -1,0 +1,28 @@
+#pragma once
+// x = Dropout(LN_emb(tokens[ids] + positions[t])), t = 0 … T-1.
+
+#include "linformer/layers/layer_norm.h"
+#include "linformer/layers/pass.h"
+#include "linformer/model/workspace.h"
+
+namespace linformer {
+
+class Embedding {
+ public:
+  Embedding(const ModelSpec& spec, const Parameters& params, Workspace& ws, int64_t max_batch);
+
+  // ids (B, T) -> y (B, T, C); overwrites y and the caches.
+  void forward(const BatchGeometry& g, const int32_t* ids, TensorView<float> y, const Pass& pass);
+  // Accumulates the token, position and LayerNorm gradients from dy (B, T, C). dy is used as scratch.
+  void backward(const BatchGeometry& g, const int32_t* ids, TensorView<float> dy, const Pass& pass);
+
+ private:
+  const ModelSpec& spec_;
+  const Workspace& ws_;
+  TensorView<float> tokens_, positions_, d_tokens_, d_positions_;  // (V, C), (n, C)
+  LayerNorm ln_;
+  int sum_, mean_, rstd_;  // caches: the LN input (rows, C) and its statistics
+  int d_sum_;              // shared scratch (rows, C)
+};
+
+}  // namespace linformer

@@ -1,0 +1,38 @@
+#pragma once
+// One encoder block: attention and feed-forward, each with dropout, a residual
+// connection and a LayerNorm, after (post-LN, RoBERTa) or before (pre-LN) it:
+//   post: a = x + drop(attn(x)); h = LN_attn(a); f = h + drop(ffn(h)); y = LN_ffn(f)
+//   pre:  a = x + drop(attn(LN_attn(x))); y = a + drop(ffn(LN_ffn(a)))
+
+#include "linformer/layers/attention.h"
+#include "linformer/layers/feed_forward.h"
+#include "linformer/layers/layer_norm.h"
+
+namespace linformer {
+
+class EncoderBlock {
+ public:
+  EncoderBlock(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch);
+
+  // x (B, T, C) -> y (B, T, C); x must stay intact until backward (it is the previous block's output).
+  void forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y, const uint8_t* key_valid,
+               const Pass& pass);
+  // dy (B, T, C) -> dx (B, T, C), overwritten (dx must not alias dy); parameter gradients accumulate.
+  void backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx,
+                const Pass& pass);
+
+ private:
+  const ModelSpec& spec_;
+  const Workspace& ws_;
+  int layer_;
+  Attention attention_;
+  FeedForward ffn_;
+  LayerNorm ln_attn_, ln_ffn_;
+  // Caches (B·T rows): the attention residual sum `a`, the FFN input `h` (post) or LN outputs (pre),
+  // the FFN residual sum `f` (post), and the two LayerNorms' statistics.
+  int a_, h_, f_, attn_in_, mean1_, rstd1_, mean2_, rstd2_;
+  // Shared scratch (B·T rows × C): branch outputs and gradients.
+  int branch_, d_branch_, d_mid_;
+};
+
+}  // namespace linformer

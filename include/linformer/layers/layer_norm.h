@@ -1,0 +1,23 @@
+#pragma once
+// LayerNorm with learned scale and shift, over the last axis of (rows, C).
+
+#include "linformer/core/tensor.h"
+#include "linformer/model/parameters.h"
+
+namespace linformer {
+
+struct LayerNorm {
+  TensorView<float> gamma, beta, dgamma, dbeta;  // (C) each
+  float eps = 1e-5f;
+
+  LayerNorm() = default;
+  LayerNorm(const Parameters& params, const std::string& name);
+
+  // y = LN(x); mean and rstd (rows) are the cache for backward. Overwrites y, mean, rstd.
+  void forward(TensorView<const float> x, TensorView<float> y, float* mean, float* rstd) const;
+  // Overwrites dx; accumulates dgamma, dbeta.
+  void backward(TensorView<const float> dy, TensorView<const float> x, const float* mean, const float* rstd,
+                TensorView<float> dx) const;
+};
+
+}  // namespace linformer

@@ -1,0 +1,37 @@
+#pragma once
+// The masked-LM head, evaluated only at the M masked positions:
+//   z = x[masked]; logits = LN_head(GELU(dense(z))) tokensᵀ + bias     (M, V)
+// with the output projection tied to the token embedding, and the fused
+// cross-entropy whose gradient replaces the logits in place.
+
+#include "linformer/kernels/cross_entropy.h"
+#include "linformer/layers/layer_norm.h"
+#include "linformer/layers/linear.h"
+#include "linformer/model/workspace.h"
+
+namespace linformer {
+
+class MlmHead {
+ public:
+  MlmHead(const ModelSpec& spec, const Parameters& params, Workspace& ws, int64_t max_masked);
+
+  // x (rows, C); positions (M) index its rows. Leaves the logits in logits(M) when grad_scale == 0;
+  // otherwise replaces them with the gradient of grad_scale · (Σ cross-entropy).
+  CrossEntropyResult forward(TensorView<const float> x, const int32_t* positions, const int32_t* targets, int64_t M,
+                             float grad_scale);
+  // Overwrites dx (rows, C): zero except at the masked rows. Accumulates parameter gradients.
+  void backward(TensorView<float> dx, const int32_t* positions, int64_t M);
+
+  TensorView<float> logits(int64_t M) const;
+
+ private:
+  const ModelSpec& spec_;
+  const Workspace& ws_;
+  Linear dense_;
+  LayerNorm ln_;
+  TensorView<float> tokens_, d_tokens_, bias_, d_bias_;  // (V, C), (V)
+  int z_, pre_, act_, out_, mean_, rstd_, logits_;        // caches: (M, C) ×4, (M) ×2, (M, V)
+  int d_a_, d_b_;                                         // shared scratch (M, C)
+};
+
+}  // namespace linformer

@@ -1,0 +1,71 @@
+#pragma once
+// The masked-LM encoder: embedding, L encoder blocks, (pre-LN: a final
+// LayerNorm), and the MLM head at the masked positions.
+//
+// Capacity (largest batch, largest number of masked positions) is fixed at
+// construction; every buffer is allocated then, none during a step.
+
+#include "linformer/layers/embedding.h"
+#include "linformer/layers/encoder_block.h"
+#include "linformer/layers/mlm_head.h"
+#include "linformer/model/parameters.h"
+
+#include <memory>
+#include <vector>
+
+namespace linformer {
+
+// One batch, as the model reads it (the data pipeline owns the memory).
+struct MlmBatchView {
+  int64_t B = 0, T = 0;
+  const int32_t* ids = nullptr;               // (B, T); <pad> after each row's length
+  const int32_t* lengths = nullptr;           // (B); 1 ≤ lengths[b] ≤ T
+  int64_t M = 0;                              // masked positions
+  const int32_t* masked_positions = nullptr;  // (M) flat b·T + t, at real tokens
+  const int32_t* targets = nullptr;           // (M) original ids
+};
+
+struct StepResult {
+  double loss_sum = 0;  // Σ cross-entropy over the masked positions, nats
+  int64_t correct = 0;  // masked positions predicted right (argmax)
+  int64_t masked = 0;   // M
+};
+
+class MlmModel {
+ public:
+  MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked);
+
+  const ModelSpec& spec() const { return spec_; }
+  Parameters& params() { return params_; }
+  const Parameters& params() const { return params_; }
+  size_t activation_bytes() const { return ws_.bytes(); }
+
+  // Loss only; afterwards logits() and encoder_output() describe this batch.
+  StepResult forward(const MlmBatchView& batch, const Pass& pass);
+  // Loss and gradients: the gradient of grad_scale · loss_sum ACCUMULATES into params().grads().
+  // For a mean over an update, grad_scale = 1 / (masked tokens in all its micro-batches).
+  StepResult forward_backward(const MlmBatchView& batch, const Pass& pass, float grad_scale);
+
+  TensorView<const float> logits() const;          // (M, V), after forward()
+  TensorView<const float> encoder_output() const;  // (B, T, C), after forward()
+
+ private:
+  void check_batch(const MlmBatchView& batch) const;
+  StepResult run_forward(const MlmBatchView& batch, const Pass& pass, float grad_scale);
+
+  ModelSpec spec_;
+  int64_t max_batch_, max_masked_;
+  Parameters params_;
+  Workspace ws_;
+  std::unique_ptr<Embedding> embedding_;
+  std::vector<std::unique_ptr<EncoderBlock>> blocks_;
+  std::unique_ptr<LayerNorm> final_ln_;
+  std::unique_ptr<MlmHead> head_;
+  std::vector<int> hidden_;  // hidden_[l]: the input of block l (B, T, C); hidden_[L] the last output
+  int final_, final_mean_, final_rstd_, d_hidden_a_, d_hidden_b_;
+  std::vector<uint8_t> key_valid_;  // (B, T): 1 at real tokens
+  BatchGeometry geometry_;
+  int64_t last_masked_ = 0;
+};
+
+}  // namespace linformer

@@ -1,0 +1,63 @@
+#pragma once
+// The parameter table and the parameter/gradient arenas.
+//
+// build_parameter_table() is the one list of {name, shape, init, trainable,
+// decay} for a ModelSpec. It decides the arena layout, the safetensors names,
+// the optimizer's weight-decay mask and the names the tests report.
+
+#include "linformer/core/arena.h"
+#include "linformer/model/model_spec.h"
+
+#include <string>
+#include <vector>
+
+namespace linformer {
+
+enum class Init {
+  normal,        // N(0, init_std)
+  ones,          // LayerNorm weights
+  zeros,         // biases
+  embedding,     // N(0, init_std), <pad> row zero
+  projection,    // Linformer E/F: as spec.projection_init says
+  conv_window,   // conv filters: 1/s (start as mean pooling)
+};
+
+struct ParamSpec {
+  std::string name;
+  Shape shape;
+  Init init;
+  bool trainable;  // false: frozen projections (no gradient, no update)
+  bool decay;      // weight decay applies (not to biases and LayerNorm weights by default)
+};
+
+std::vector<ParamSpec> build_parameter_table(const ModelSpec& spec);
+
+// Values and gradients, one arena each, laid out by the table. Gradients exist for
+// every entry (zero and untouched for frozen ones) so that both arenas share offsets.
+class Parameters {
+ public:
+  explicit Parameters(const ModelSpec& spec);
+
+  const ModelSpec& spec() const { return spec_; }
+  const std::vector<ParamSpec>& table() const { return table_; }
+  const Arena<float>& values() const { return values_; }
+  const Arena<float>& grads() const { return grads_; }
+  TensorView<float> value(const std::string& name) const { return values_.view(name); }
+  TensorView<float> grad(const std::string& name) const { return grads_.view(name); }
+  bool contains(const std::string& name) const { return values_.layout().contains(name); }
+  int64_t count() const;  // number of parameters (without padding)
+
+  // Fills every tensor as its Init says, from Philox streams keyed by (seed, tensor name).
+  void initialize(uint64_t seed);
+  void zero_grads() const { grads_.zero(); }
+
+ private:
+  static ArenaLayout layout_for(const std::vector<ParamSpec>& table);
+
+  ModelSpec spec_;
+  std::vector<ParamSpec> table_;
+  Arena<float> values_;
+  Arena<float> grads_;
+};
+
+}  // namespace linformer

@@ -1,0 +1,70 @@
+#include "linformer/kernels/layer_norm.h"
+
+#include <omp.h>
+
+#include <cmath>
+#include <vector>
+
+namespace linformer {
+
+void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
+                        int64_t rows, int64_t C, float eps) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * C;
+    double sum = 0;
+    for (int64_t c = 0; c < C; ++c) sum += xr[c];
+    const double mu = sum / static_cast<double>(C);
+    double var = 0;
+    for (int64_t c = 0; c < C; ++c) var += (xr[c] - mu) * (xr[c] - mu);
+    const double rs = 1.0 / std::sqrt(var / static_cast<double>(C) + eps);
+    mean[r] = static_cast<float>(mu);
+    rstd[r] = static_cast<float>(rs);
+    const float m = static_cast<float>(mu), s = static_cast<float>(rs);
+    float* yr = y + r * C;
+    for (int64_t c = 0; c < C; ++c) yr[c] = (xr[c] - m) * s * gamma[c] + beta[c];
+  }
+}
+
+void layer_norm_backward(const float* dy, const float* x, const float* gamma, const float* mean, const float* rstd,
+                         float* dx, float* dgamma, float* dbeta, int64_t rows, int64_t C) {
+  // In the forward pass: xhat = (x - mean) * rstd; y = xhat * gamma + beta. So:
+  //   dgamma += Σ_rows dy * xhat;  dbeta += Σ_rows dy
+  //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dy * gamma
+  const int threads = omp_get_max_threads();
+  std::vector<double> partial(static_cast<size_t>(threads) * 2 * C, 0.0);
+#pragma omp parallel
+  {
+    double* dg = partial.data() + static_cast<size_t>(omp_get_thread_num()) * 2 * C;
+    double* db = dg + C;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * C;
+      const float* dyr = dy + r * C;
+      const float m = mean[r], s = rstd[r];
+      double mean_g = 0, mean_gx = 0;
+      for (int64_t c = 0; c < C; ++c) {
+        const float xhat = (xr[c] - m) * s;
+        const float g = dyr[c] * gamma[c];
+        mean_g += g;
+        mean_gx += g * xhat;
+        dg[c] += dyr[c] * xhat;
+        db[c] += dyr[c];
+      }
+      mean_g /= static_cast<double>(C);
+      mean_gx /= static_cast<double>(C);
+      float* dxr = dx + r * C;
+      for (int64_t c = 0; c < C; ++c) {
+        const float xhat = (xr[c] - m) * s;
+        dxr[c] = s * (dyr[c] * gamma[c] - static_cast<float>(mean_g) - xhat * static_cast<float>(mean_gx));
+      }
+    }
+  }
+  for (int t = 0; t < threads; ++t)
+    for (int64_t c = 0; c < C; ++c) {
+      dgamma[c] += static_cast<float>(partial[static_cast<size_t>(t) * 2 * C + c]);
+      dbeta[c] += static_cast<float>(partial[static_cast<size_t>(t) * 2 * C + C + c]);
+    }
+}
+
+}  // namespace linformer

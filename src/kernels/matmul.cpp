@@ -1,0 +1,117 @@
+#include "linformer/kernels/matmul.h"
+
+#include "linformer/kernels/context.h"
+
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+
+namespace linformer {
+
+namespace {
+
+using dims = dnnl::memory::dims;
+
+dims to_dims(const Shape& s) {
+  dims d(s.rank());
+  for (int i = 0; i < s.rank(); ++i) d[i] = s[i];
+  return d;
+}
+
+// Everything that decides the primitive: the three views' shapes and strides, the mode, the bias.
+struct Key {
+  std::vector<int64_t> values;
+  bool operator==(const Key& o) const { return values == o.values; }
+};
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = 0;
+    for (int64_t v : k.values) h = h * 1000003u ^ std::hash<int64_t>()(v);
+    return h;
+  }
+};
+
+void append(std::vector<int64_t>& out, const Shape& s) {
+  out.push_back(s.rank());
+  for (int i = 0; i < s.rank(); ++i) out.push_back(s[i]);
+}
+
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<Key, dnnl::matmul, KeyHash> primitives;
+};
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+}  // namespace
+
+void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<float> c, Accumulate mode,
+            const float* bias) {
+  const int rank = c.rank();
+  LF_CHECK(rank >= 2 && a.rank() == rank && b.rank() == rank, "matmul ranks {} · {} -> {}", a.shape().str(),
+           b.shape().str(), c.shape().str());
+  const int64_t m = a.size(rank - 2), k = a.size(rank - 1), n = b.size(rank - 1);
+  LF_CHECK(b.size(rank - 2) == k && c.size(rank - 2) == m && c.size(rank - 1) == n,
+           "matmul shapes {} · {} -> {} do not agree", a.shape().str(), b.shape().str(), c.shape().str());
+  for (int d = 0; d < rank - 2; ++d)
+    LF_CHECK((a.size(d) == c.size(d) || a.size(d) == 1) && (b.size(d) == c.size(d) || b.size(d) == 1),
+             "matmul batch axis {} of {} · {} -> {}", d, a.shape().str(), b.shape().str(), c.shape().str());
+  if (c.numel() == 0) return;
+  if (k == 0) {
+    LF_CHECK(mode == Accumulate::add && bias == nullptr, "matmul with an empty inner axis");
+    return;
+  }
+
+  Key key;
+  for (const auto* s : {&a.shape(), &a.strides(), &b.shape(), &b.strides(), &c.shape(), &c.strides()})
+    append(key.values, *s);
+  key.values.push_back(mode == Accumulate::add);
+  key.values.push_back(bias != nullptr);
+
+  auto& ctx = DnnlContext::get();
+  using dt = dnnl::memory::data_type;
+  const dnnl::memory::desc a_md(to_dims(a.shape()), dt::f32, to_dims(a.strides()));
+  const dnnl::memory::desc b_md(to_dims(b.shape()), dt::f32, to_dims(b.strides()));
+  const dnnl::memory::desc c_md(to_dims(c.shape()), dt::f32, to_dims(c.strides()));
+  // The bias is a row of N values broadcast over every other axis.
+  dims bias_dims(rank, 1), bias_strides(rank, 0);
+  bias_dims[rank - 1] = n;
+  bias_strides[rank - 1] = 1;
+  const dnnl::memory::desc bias_md(bias_dims, dt::f32, bias_strides);
+
+  dnnl::matmul* primitive;
+  {
+    auto& cc = cache();
+    std::lock_guard<std::mutex> lock(cc.mutex);
+    auto it = cc.primitives.find(key);
+    if (it == cc.primitives.end()) {
+      dnnl::primitive_attr attr;
+      if (mode == Accumulate::add) {
+        dnnl::post_ops ops;
+        ops.append_sum(1.0f);
+        attr.set_post_ops(ops);
+      }
+      const auto desc = bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md) : dnnl::matmul::desc(a_md, b_md, c_md);
+      it = cc.primitives.emplace(key, dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, ctx.engine()))).first;
+    }
+    primitive = &it->second;
+  }
+  const auto& engine = ctx.engine();
+  dnnl::memory a_mem(a_md, engine, const_cast<float*>(a.data()));
+  dnnl::memory b_mem(b_md, engine, const_cast<float*>(b.data()));
+  dnnl::memory c_mem(c_md, engine, c.data());
+  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md, engine, const_cast<float*>(bias)));
+  primitive->execute(ctx.stream(), args);
+  ctx.stream().wait();
+}
+
+size_t matmul_primitives_built() {
+  auto& cc = cache();
+  std::lock_guard<std::mutex> lock(cc.mutex);
+  return cc.primitives.size();
+}
+
+}  // namespace linformer

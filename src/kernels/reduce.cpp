@@ -1,0 +1,48 @@
+#include "linformer/kernels/reduce.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace linformer {
+
+void add_column_sums(const float* x, int64_t rows, int64_t cols, int64_t row_stride, float* out) {
+  const int threads = omp_get_max_threads();
+  std::vector<double> partial(static_cast<size_t>(threads) * cols, 0.0);
+#pragma omp parallel
+  {
+    double* acc = partial.data() + static_cast<size_t>(omp_get_thread_num()) * cols;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * row_stride;
+      for (int64_t c = 0; c < cols; ++c) acc[c] += xr[c];
+    }
+  }
+  for (int t = 0; t < threads; ++t)
+    for (int64_t c = 0; c < cols; ++c) out[c] += static_cast<float>(partial[static_cast<size_t>(t) * cols + c]);
+}
+
+void gather_rows(const float* x, const int32_t* index, float* y, int64_t rows, int64_t C) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(y + r * C, x + static_cast<int64_t>(index[r]) * C, sizeof(float) * static_cast<size_t>(C));
+}
+
+void scatter_add_rows(const float* x, const int32_t* index, float* y, int64_t rows, int64_t C) {
+  // Threads own disjoint column blocks, so repeated indices never race.
+  constexpr int64_t kBlock = 16;
+  const int64_t blocks = (C + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t c0 = blk * kBlock, c1 = std::min(C, c0 + kBlock);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * C;
+      float* yr = y + static_cast<int64_t>(index[r]) * C;
+      for (int64_t c = c0; c < c1; ++c) yr[c] += xr[c];
+    }
+  }
+}
+
+}  // namespace linformer

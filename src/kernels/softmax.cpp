@@ -1,0 +1,43 @@
+#include "linformer/kernels/softmax.h"
+
+#include <cmath>
+#include <limits>
+
+namespace linformer {
+
+void softmax_forward(const float* s, float* p, int64_t rows, int64_t cols, float scale, const uint8_t* key_valid,
+                     int64_t rows_per_mask) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* sr = s + r * cols;
+    float* pr = p + r * cols;
+    const uint8_t* valid = key_valid ? key_valid + (r / rows_per_mask) * cols : nullptr;
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < cols; ++j)
+      if (!valid || valid[j]) max = std::max(max, scale * sr[j]);
+    double sum = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      const float e = (!valid || valid[j]) ? std::exp(scale * sr[j] - max) : 0.0f;
+      pr[j] = e;
+      sum += e;
+    }
+    const float inv = sum > 0 ? static_cast<float>(1.0 / sum) : 0.0f;
+    for (int64_t j = 0; j < cols; ++j) pr[j] *= inv;
+  }
+}
+
+void softmax_backward(const float* dp, const float* p, float* ds, int64_t rows, int64_t cols, float scale) {
+  // In the forward pass: p = softmax(scale * s). So ds_j = scale * p_j (dp_j - Σ_i dp_i p_i).
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* dpr = dp + r * cols;
+    const float* pr = p + r * cols;
+    double dot = 0;
+    for (int64_t j = 0; j < cols; ++j) dot += static_cast<double>(dpr[j]) * pr[j];
+    float* dsr = ds + r * cols;
+    const float d = static_cast<float>(dot);
+    for (int64_t j = 0; j < cols; ++j) dsr[j] = scale * pr[j] * (dpr[j] - d);
+  }
+}
+
+}  // namespace linformer

@@ -1,0 +1,335 @@
+#include "linformer/layers/attention.h"
+
+#include "linformer/kernels/dropout.h"
+#include "linformer/kernels/reduce.h"
+#include "linformer/kernels/softmax.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace linformer {
+
+using config::ProjectionKind;
+using config::Sharing;
+
+namespace {
+// Zeroes rows t ≥ lengths[b] of a (B, T, C) strided view.
+void zero_padding_rows(const BatchGeometry& g, TensorView<float> x) {
+  const int64_t C = x.size(2);
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < g.B; ++b)
+    for (int64_t t = 0; t < g.T; ++t)
+      if (t >= g.lengths[b]) std::memset(&x(b, t, 0), 0, sizeof(float) * static_cast<size_t>(C));
+}
+
+// x (rows, C) with a row stride: add bias (C) to every row.
+void add_bias_rows(float* x, int64_t rows, int64_t C, int64_t row_stride, const float* bias) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < C; ++c) x[r * row_stride + c] += bias[c];
+}
+}  // namespace
+
+Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch)
+    : spec_(spec),
+      ws_(ws),
+      layer_(layer),
+      C_(spec.d_model),
+      H_(spec.heads),
+      D_(spec.head_dim()),
+      K_(spec.is_linformer() ? spec.k_per_layer[layer] : 0),
+      n_(spec.seq_len),
+      linformer_(spec.is_linformer()) {
+  const std::string p = "layers." + std::to_string(layer) + ".attn.";
+  in_proj_ = Linear(params, p + "in_proj");
+  out_proj_ = Linear(params, p + "out_proj");
+  if (linformer_) {
+    auto projection = [&](const std::string& name) {
+      Projection proj;
+      if (spec.projection == ProjectionKind::linear || spec.projection == ProjectionKind::conv) {
+        proj.value = params.value(name);
+        proj.grad = params.grad(name);
+        proj.trainable = !spec.freeze_projection;
+      }
+      return proj;
+    };
+    const bool layerwise = spec.sharing == Sharing::layerwise;
+    proj_e_ = projection(layerwise ? "shared_proj" : p + "proj_e");
+    const bool shared_kv = spec.sharing == Sharing::kv || layerwise;
+    proj_f_ = shared_kv ? proj_e_ : projection(p + "proj_f");
+  }
+  const int64_t rows = max_batch * n_, S = linformer_ ? K_ : n_;
+  const std::string l = "layer" + std::to_string(layer) + ".attn.";
+  qkv_ = ws.reserve(l + "qkv", rows * 3 * C_);
+  kc_ = linformer_ ? ws.reserve(l + "kc", max_batch * K_ * C_) : -1;
+  vc_ = linformer_ ? ws.reserve(l + "vc", max_batch * K_ * C_) : -1;
+  probs_ = ws.reserve(l + "probs", max_batch * H_ * n_ * S);
+  probs_dropped_ = spec.attention_dropout > 0 ? ws.reserve(l + "probs_dropped", max_batch * H_ * n_ * S) : -1;
+  ctx_ = ws.reserve(l + "ctx", rows * C_);
+  d_ctx_ = ws.reserve_shared("attn.d_ctx", rows * C_);
+  d_probs_ = ws.reserve_shared("attn.d_probs", max_batch * H_ * n_ * S);
+  d_qkv_ = ws.reserve_shared("attn.d_qkv", rows * 3 * C_);
+  d_kc_ = linformer_ ? ws.reserve_shared("attn.d_kc", max_batch * K_ * C_) : -1;
+  d_vc_ = linformer_ ? ws.reserve_shared("attn.d_vc", max_batch * K_ * C_) : -1;
+}
+
+TensorView<float> Attention::qkv_part(TensorView<float> qkv, int which) const {
+  // qkv (B, T, 3C): columns [which·C, (which+1)·C).
+  return qkv.slice(2, which * C_, (which + 1) * C_);
+}
+
+TensorView<float> Attention::heads(TensorView<float> x) const {
+  // (B, S, C) with any row stride -> (B, H, S, D): head h is columns [hD, (h+1)D).
+  return TensorView<float>(x.data(), Shape{x.size(0), H_, x.size(1), D_},
+                           Shape{x.stride(0), D_, x.stride(1), 1});
+}
+
+// ---- Linformer compression ----------------------------------------------------------
+
+void Attention::compress(const BatchGeometry& g, const Projection& p, TensorView<const float> part,
+                         TensorView<float> out) const {
+  const int64_t B = g.B, T = g.T, K = K_;
+  switch (spec_.projection) {
+    case ProjectionKind::linear: {
+      if (p.value.rank() == 2) {
+        // out_b (K, C) = E[:, :T] (K, T) · part_b (T, C), E broadcast over the batch.
+        const TensorView<const float> e(p.value.data(), Shape{1, K, T}, Shape{K * n_, n_, 1});
+        matmul(e, part, out);
+      } else {
+        // Per head: out_bh (K, D) = E_h[:, :T] (K, T) · part_bh (T, D).
+        const TensorView<const float> e(p.value.data(), Shape{1, H_, K, T}, Shape{H_ * K * n_, K * n_, n_, 1});
+        const TensorView<const float> part_h(part.data(), Shape{B, H_, T, D_}, Shape{part.stride(0), D_, part.stride(1), 1});
+        matmul(e, part_h, heads(out));
+      }
+      return;
+    }
+    case ProjectionKind::mean:
+    case ProjectionKind::conv:
+    case ProjectionKind::max: {
+      const int64_t s = n_ / K;
+      const ProjectionKind kind = spec_.projection;
+      const bool per_head = kind == ProjectionKind::conv && p.value.rank() == 2;
+#pragma omp parallel for collapse(2) schedule(static)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t j = 0; j < K; ++j) {
+          float* o = &out(b, j, 0);
+          const int64_t begin = j * s;
+          const int64_t end = std::min<int64_t>(begin + s, kind == ProjectionKind::max ? g.lengths[b] : T);
+          for (int64_t c = 0; c < C_; ++c) {
+            if (kind == ProjectionKind::max) {
+              float m = begin < end ? -std::numeric_limits<float>::infinity() : 0.0f;
+              for (int64_t t = begin; t < end; ++t) m = std::max(m, part(b, t, c));
+              o[c] = m;
+            } else if (kind == ProjectionKind::mean) {
+              float sum = 0;
+              for (int64_t t = begin; t < end; ++t) sum += part(b, t, c);
+              o[c] = sum / static_cast<float>(s);
+            } else {
+              const float* w = p.value.data() + (per_head ? (c / D_) * s : 0);
+              float sum = 0;
+              for (int64_t t = begin; t < end; ++t) sum += w[t - begin] * part(b, t, c);
+              o[c] = sum;
+            }
+          }
+        }
+      return;
+    }
+  }
+}
+
+void Attention::compress_backward(const BatchGeometry& g, const Projection& p, TensorView<const float> d_out,
+                                  TensorView<const float> part, TensorView<float> d_part) const {
+  const int64_t B = g.B, T = g.T, K = K_;
+  switch (spec_.projection) {
+    case ProjectionKind::linear: {
+      if (p.value.rank() == 2) {
+        // In the forward pass: out_b = E[:, :T] part_b. So d_part_b = E[:, :T]ᵀ d_out_b and
+        // dE[:, :T] += Σ_b d_out_b part_bᵀ.
+        const TensorView<const float> et(p.value.data(), Shape{1, T, K}, Shape{K * n_, 1, n_});
+        matmul(et, d_out, d_part);
+        if (p.trainable) {
+          const TensorView<float> de(p.grad.data(), Shape{K, T}, Shape{n_, 1});
+          for (int64_t b = 0; b < B; ++b)
+            matmul(d_out.select(0, b), part.select(0, b).transpose(0, 1), de, Accumulate::add);
+        }
+      } else {
+        // Per head: d_part_bh = E_h[:, :T]ᵀ d_out_bh; dE_h[:, :T] += Σ_b d_out_bh part_bhᵀ.
+        const TensorView<const float> et(p.value.data(), Shape{1, H_, T, K}, Shape{H_ * K * n_, K * n_, 1, n_});
+        const TensorView<const float> d_out_h(d_out.data(), Shape{B, H_, K, D_}, Shape{d_out.stride(0), D_, d_out.stride(1), 1});
+        const TensorView<float> d_part_h(d_part.data(), Shape{B, H_, T, D_}, Shape{d_part.stride(0), D_, d_part.stride(1), 1});
+        matmul(et, d_out_h, d_part_h);
+        if (p.trainable) {
+          const TensorView<float> de(p.grad.data(), Shape{H_, K, T}, Shape{K * n_, n_, 1});
+          for (int64_t b = 0; b < B; ++b) {
+            const TensorView<const float> d_out_b(d_out.data() + b * d_out.stride(0), Shape{H_, K, D_}, Shape{D_, d_out.stride(1), 1});
+            const TensorView<const float> part_bt(part.data() + b * part.stride(0), Shape{H_, D_, T}, Shape{D_, 1, part.stride(1)});
+            matmul(d_out_b, part_bt, de, Accumulate::add);
+          }
+        }
+      }
+      break;
+    }
+    case ProjectionKind::mean:
+    case ProjectionKind::conv:
+    case ProjectionKind::max: {
+      const int64_t s = n_ / K;
+      const ProjectionKind kind = spec_.projection;
+      const bool per_head = kind == ProjectionKind::conv && p.value.rank() == 2;
+      // d_part: every row of position t gets its window's gradient (max: only the argmax row).
+#pragma omp parallel for collapse(2) schedule(static)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t j = 0; j < K; ++j) {
+          const int64_t begin = std::min<int64_t>(j * s, T), end = std::min<int64_t>(j * s + s, T);
+          for (int64_t t = begin; t < end; ++t) std::memset(&d_part(b, t, 0), 0, sizeof(float) * static_cast<size_t>(C_));
+          const int64_t real_end = std::min<int64_t>(end, g.lengths[b]);
+          for (int64_t c = 0; c < C_; ++c) {
+            const float d = d_out(b, j, c);
+            if (kind == ProjectionKind::max) {
+              if (begin >= real_end) continue;
+              int64_t arg = begin;  // the first maximum, as in the forward pass
+              for (int64_t t = begin + 1; t < real_end; ++t)
+                if (part(b, t, c) > part(b, arg, c)) arg = t;
+              d_part(b, arg, c) = d;
+            } else if (kind == ProjectionKind::mean) {
+              for (int64_t t = begin; t < end; ++t) d_part(b, t, c) = d / static_cast<float>(s);
+            } else {
+              const float* w = p.value.data() + (per_head ? (c / D_) * s : 0);
+              for (int64_t t = begin; t < end; ++t) d_part(b, t, c) = w[t - begin] * d;
+            }
+          }
+        }
+      // Rows beyond the last window (T not a multiple of s never happens: windows cover [0, n)).
+      if (kind == ProjectionKind::conv && p.trainable) {
+        // In the forward pass: out[b, j, c] = Σ_r w[r] part[b, js + r, c]. So dw[r] += Σ d_out part.
+        const int64_t filters = per_head ? H_ : 1;
+        for (int64_t f = 0; f < filters; ++f)
+          for (int64_t r = 0; r < s; ++r) {
+            double sum = 0;
+            const int64_t c0 = per_head ? f * D_ : 0, c1 = per_head ? c0 + D_ : C_;
+#pragma omp parallel for collapse(2) reduction(+ : sum) schedule(static)
+            for (int64_t b = 0; b < B; ++b)
+              for (int64_t j = 0; j < K; ++j) {
+                const int64_t t = j * s + r;
+                if (t >= T) continue;
+                for (int64_t c = c0; c < c1; ++c) sum += static_cast<double>(d_out(b, j, c)) * part(b, t, c);
+              }
+            p.grad.data()[f * s + r] += static_cast<float>(sum);
+          }
+      }
+      break;
+    }
+  }
+  zero_padding_rows(g, d_part);  // the forward pass zeroed these rows before compressing
+}
+
+// ---- forward and backward ---------------------------------------------------------------
+
+void Attention::forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y,
+                        const uint8_t* key_valid, const Pass& pass) {
+  const int64_t B = g.B, T = g.T, S = linformer_ ? K_ : T;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
+  const TensorView<float> qkv = ws_.view(qkv_, Shape{B, T, 3 * C_});  // (B, T, 3C)
+  const TensorView<float> probs = ws_.view(probs_, Shape{B, H_, T, S});
+  const TensorView<float> ctx = ws_.view(ctx_, Shape{B, T, C_});
+  const auto x2 = x.reshape(Shape{B * T, C_});
+  const auto qkv2 = qkv.reshape(Shape{B * T, 3 * C_});
+
+  TensorView<float> keys, values;  // per head (B, H, S, D)
+  if (!linformer_) {
+    in_proj_.forward(x2, qkv2);
+    keys = heads(qkv_part(qkv, 1));
+    values = heads(qkv_part(qkv, 2));
+  } else {
+    // Project without bias; Q gets its bias now, K and V after compression.
+    in_proj_.forward(x2, qkv2, /*with_bias=*/false);
+    add_bias_rows(qkv.data(), B * T, C_, 3 * C_, in_proj_.b.data());
+    const TensorView<float> kc = ws_.view(kc_, Shape{B, K_, C_}), vc = ws_.view(vc_, Shape{B, K_, C_});
+    zero_padding_rows(g, qkv_part(qkv, 1));
+    zero_padding_rows(g, qkv_part(qkv, 2));
+    compress(g, proj_e_, qkv_part(qkv, 1), kc);
+    compress(g, proj_f_, qkv_part(qkv, 2), vc);
+    add_bias_rows(kc.data(), B * K_, C_, C_, in_proj_.b.data() + C_);
+    add_bias_rows(vc.data(), B * K_, C_, C_, in_proj_.b.data() + 2 * C_);
+    keys = heads(kc);
+    values = heads(vc);
+  }
+
+  // scores (B, H, T, S) = Q_h K_hᵀ, then softmax(scale · scores) over real keys.
+  const TensorView<float> queries = heads(qkv_part(qkv, 0));
+  matmul(queries, keys.transpose(2, 3), probs);
+  softmax_forward(probs.data(), probs.data(), B * H_ * T, S, scale, linformer_ ? nullptr : key_valid, H_ * T);
+
+  TensorView<float> used = probs;
+  if (pass.training && spec_.attention_dropout > 0) {
+    used = ws_.view(probs_dropped_, probs.shape());
+    dropout_apply(probs.data(), used.data(), used.numel(), spec_.attention_dropout, pass.seed,
+                  dropout_stream(DropoutSite::attention_probs, layer_, pass));
+  }
+  matmul(used, values, heads(ctx));  // ctx_h (B, H, T, D) = P_h V_h
+  out_proj_.forward(ctx.reshape(Shape{B * T, C_}), y.reshape(Shape{B * T, C_}));
+}
+
+void Attention::backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy,
+                         TensorView<float> dx, const Pass& pass) {
+  const int64_t B = g.B, T = g.T, S = linformer_ ? K_ : T;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
+  const TensorView<float> qkv = ws_.view(qkv_, Shape{B, T, 3 * C_});
+  const TensorView<float> probs = ws_.view(probs_, Shape{B, H_, T, S});
+  const TensorView<float> ctx = ws_.view(ctx_, Shape{B, T, C_});
+  const TensorView<float> d_ctx = ws_.view(d_ctx_, Shape{B, T, C_});
+  const TensorView<float> d_probs = ws_.view(d_probs_, Shape{B, H_, T, S});
+  const TensorView<float> d_qkv = ws_.view(d_qkv_, Shape{B, T, 3 * C_});
+  const bool dropped = pass.training && spec_.attention_dropout > 0;
+  const TensorView<float> used = dropped ? ws_.view(probs_dropped_, probs.shape()) : probs;
+
+  // In the forward pass: y = ctx W_oᵀ + b_o.
+  out_proj_.backward(dy.reshape(Shape{B * T, C_}), ctx.reshape(Shape{B * T, C_}), d_ctx.reshape(Shape{B * T, C_}));
+
+  TensorView<float> keys, values, d_keys, d_values;
+  TensorView<float> kc, vc, d_kc, d_vc;
+  if (!linformer_) {
+    keys = heads(qkv_part(qkv, 1));
+    values = heads(qkv_part(qkv, 2));
+    d_keys = heads(qkv_part(d_qkv, 1));
+    d_values = heads(qkv_part(d_qkv, 2));
+  } else {
+    kc = ws_.view(kc_, Shape{B, K_, C_});
+    vc = ws_.view(vc_, Shape{B, K_, C_});
+    d_kc = ws_.view(d_kc_, Shape{B, K_, C_});
+    d_vc = ws_.view(d_vc_, Shape{B, K_, C_});
+    keys = heads(kc);
+    values = heads(vc);
+    d_keys = heads(d_kc);
+    d_values = heads(d_vc);
+  }
+  const TensorView<float> d_ctx_h = heads(d_ctx);
+
+  // In the forward pass: ctx_h = P_used V_h. So dP_used = d_ctx_h V_hᵀ, dV_h = P_usedᵀ d_ctx_h.
+  matmul(d_ctx_h, values.transpose(2, 3), d_probs);
+  matmul(used.transpose(2, 3), d_ctx_h, d_values);
+  if (dropped)  // P_used = dropout(P): the same mask on the gradient
+    dropout_apply(d_probs.data(), d_probs.data(), d_probs.numel(), spec_.attention_dropout, pass.seed,
+                  dropout_stream(DropoutSite::attention_probs, layer_, pass));
+  // P = softmax(scale · Q Kᵀ): d_scores = scale · P ⊙ (dP - Σ dP P).
+  softmax_backward(d_probs.data(), probs.data(), d_probs.data(), B * H_ * T, S, scale);
+  // scores = Q_h K_hᵀ: dQ_h = d_scores K_h, dK_h = d_scoresᵀ Q_h.
+  matmul(d_probs, keys, heads(qkv_part(d_qkv, 0)));
+  matmul(d_probs.transpose(2, 3), heads(qkv_part(qkv, 0)), d_keys);
+
+  float* db_in = in_proj_.db.data();
+  if (linformer_) {
+    // K̃ = P_E(K part) + b_K, Ṽ = P_F(V part) + b_V.
+    add_column_sums(d_kc.data(), B * K_, C_, C_, db_in + C_);
+    add_column_sums(d_vc.data(), B * K_, C_, C_, db_in + 2 * C_);
+    compress_backward(g, proj_e_, d_kc, qkv_part(qkv, 1), qkv_part(d_qkv, 1));
+    compress_backward(g, proj_f_, d_vc, qkv_part(qkv, 2), qkv_part(d_qkv, 2));
+    add_column_sums(d_qkv.data(), B * T, C_, 3 * C_, db_in);  // Q bias
+    in_proj_.backward(d_qkv.reshape(Shape{B * T, 3 * C_}), x.reshape(Shape{B * T, C_}), dx.reshape(Shape{B * T, C_}),
+                      Accumulate::overwrite, /*with_bias=*/false);
+  } else {
+    in_proj_.backward(d_qkv.reshape(Shape{B * T, 3 * C_}), x.reshape(Shape{B * T, C_}), dx.reshape(Shape{B * T, C_}));
+  }
+}
+
+}  // namespace linformer

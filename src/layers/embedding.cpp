@@ -1,0 +1,61 @@
+#include "linformer/layers/embedding.h"
+
+#include "linformer/kernels/dropout.h"
+#include "linformer/kernels/reduce.h"
+
+namespace linformer {
+
+Embedding::Embedding(const ModelSpec& spec, const Parameters& params, Workspace& ws, int64_t max_batch)
+    : spec_(spec),
+      ws_(ws),
+      tokens_(params.value("embed.tokens")),
+      positions_(params.value("embed.positions")),
+      d_tokens_(params.grad("embed.tokens")),
+      d_positions_(params.grad("embed.positions")),
+      ln_(params, "embed.ln") {
+  const int64_t rows = max_batch * spec.seq_len;
+  sum_ = ws.reserve("embed.sum", rows * spec.d_model);
+  mean_ = ws.reserve("embed.mean", rows);
+  rstd_ = ws.reserve("embed.rstd", rows);
+  d_sum_ = ws.reserve_shared("embed.d_sum", rows * spec.d_model);
+}
+
+void Embedding::forward(const BatchGeometry& g, const int32_t* ids, TensorView<float> y, const Pass& pass) {
+  const int64_t C = spec_.d_model, rows = g.rows();
+  const TensorView<float> sum = ws_.view(sum_, Shape{rows, C});
+  const float* tok = tokens_.data();
+  const float* pos = positions_.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* e = tok + static_cast<int64_t>(ids[r]) * C;
+    const float* p = pos + (r % g.T) * C;
+    float* s = sum.data() + r * C;
+    for (int64_t c = 0; c < C; ++c) s[c] = e[c] + p[c];
+  }
+  const auto y2 = y.reshape(Shape{rows, C});
+  ln_.forward(sum, y2, ws_.view(mean_, Shape{rows}).data(), ws_.view(rstd_, Shape{rows}).data());
+  if (pass.training)
+    dropout_apply(y2.data(), y2.data(), y2.numel(), spec_.dropout, pass.seed,
+                  dropout_stream(DropoutSite::embedding, 0, pass));
+}
+
+void Embedding::backward(const BatchGeometry& g, const int32_t* ids, TensorView<float> dy, const Pass& pass) {
+  const int64_t C = spec_.d_model, rows = g.rows();
+  const auto dy2 = dy.reshape(Shape{rows, C});
+  if (pass.training)
+    dropout_apply(dy2.data(), dy2.data(), dy2.numel(), spec_.dropout, pass.seed,
+                  dropout_stream(DropoutSite::embedding, 0, pass));
+  const TensorView<float> d_sum = ws_.view(d_sum_, Shape{rows, C});
+  ln_.backward(dy2, ws_.view(sum_, Shape{rows, C}), ws_.view(mean_, Shape{rows}).data(),
+               ws_.view(rstd_, Shape{rows}).data(), d_sum);
+  // In the forward pass: sum[b, t] = tokens[ids[b, t]] + positions[t].
+  scatter_add_rows(d_sum.data(), ids, d_tokens_.data(), rows, C);
+  for (int64_t b = 0; b < g.B; ++b) {
+    float* dp = d_positions_.data();
+    const float* ds = d_sum.data() + b * g.T * C;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < g.T * C; ++i) dp[i] += ds[i];
+  }
+}
+
+}  // namespace linformer

@@ -1,0 +1,133 @@
+#include "linformer/layers/encoder_block.h"
+
+#include "linformer/kernels/dropout.h"
+
+namespace linformer {
+
+namespace {
+// y = x + dropout(branch), in place on branch when y aliases it is not allowed: y is distinct.
+void residual_add(TensorView<const float> x, TensorView<float> branch, TensorView<float> y, float p, const Pass& pass,
+                  uint64_t stream) {
+  if (pass.training) dropout_apply(branch.data(), branch.data(), branch.numel(), p, pass.seed, stream);
+  const int64_t n = y.numel();
+  const float* xs = x.data();
+  const float* bs = branch.data();
+  float* ys = y.data();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) ys[i] = xs[i] + bs[i];
+}
+
+// d_branch = dropout(dy) with the forward mask.
+void residual_backward(TensorView<const float> dy, TensorView<float> d_branch, float p, const Pass& pass,
+                       uint64_t stream) {
+  if (pass.training) dropout_apply(dy.data(), d_branch.data(), dy.numel(), p, pass.seed, stream);
+  else std::copy(dy.data(), dy.data() + dy.numel(), d_branch.data());
+}
+
+void add_into(TensorView<float> y, TensorView<const float> x) {
+  const int64_t n = y.numel();
+  float* ys = y.data();
+  const float* xs = x.data();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) ys[i] += xs[i];
+}
+}  // namespace
+
+EncoderBlock::EncoderBlock(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch)
+    : spec_(spec),
+      ws_(ws),
+      layer_(layer),
+      attention_(spec, params, ws, layer, max_batch),
+      ffn_(spec, params, ws, layer, max_batch * spec.seq_len) {
+  const std::string p = "layers." + std::to_string(layer) + ".";
+  ln_attn_ = LayerNorm(params, p + "ln_attn");
+  ln_ffn_ = LayerNorm(params, p + "ln_ffn");
+  const int64_t rows = max_batch * spec.seq_len, C = spec.d_model;
+  const std::string l = "layer" + std::to_string(layer) + ".";
+  a_ = ws.reserve(l + "a", rows * C);
+  h_ = ws.reserve(l + "h", rows * C);
+  f_ = spec.norm == config::NormPlacement::post ? ws.reserve(l + "f", rows * C) : -1;
+  attn_in_ = spec.norm == config::NormPlacement::pre ? ws.reserve(l + "attn_in", rows * C) : -1;
+  mean1_ = ws.reserve(l + "mean1", rows);
+  rstd1_ = ws.reserve(l + "rstd1", rows);
+  mean2_ = ws.reserve(l + "mean2", rows);
+  rstd2_ = ws.reserve(l + "rstd2", rows);
+  branch_ = ws.reserve_shared("block.branch", rows * C);
+  d_branch_ = ws.reserve_shared("block.d_branch", rows * C);
+  d_mid_ = ws.reserve_shared("block.d_mid", rows * C);
+}
+
+void EncoderBlock::forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y,
+                           const uint8_t* key_valid, const Pass& pass) {
+  const int64_t rows = g.rows(), C = spec_.d_model;
+  const Shape flat{rows, C}, shaped{g.B, g.T, C};
+  const TensorView<float> a = ws_.view(a_, flat), h = ws_.view(h_, flat), branch = ws_.view(branch_, flat);
+  float *mean1 = ws_.view(mean1_, Shape{rows}).data(), *rstd1 = ws_.view(rstd1_, Shape{rows}).data();
+  float *mean2 = ws_.view(mean2_, Shape{rows}).data(), *rstd2 = ws_.view(rstd2_, Shape{rows}).data();
+  const auto x2 = x.reshape(flat);
+  const uint64_t s_attn = dropout_stream(DropoutSite::attention_out, layer_, pass);
+  const uint64_t s_ffn = dropout_stream(DropoutSite::ffn_out, layer_, pass);
+
+  if (spec_.norm == config::NormPlacement::post) {
+    const TensorView<float> f = ws_.view(f_, flat);
+    attention_.forward(g, x, branch.reshape(shaped), key_valid, pass);
+    residual_add(x2, branch, a, spec_.dropout, pass, s_attn);
+    ln_attn_.forward(a, h, mean1, rstd1);
+    ffn_.forward(h, branch, pass);
+    residual_add(h, branch, f, spec_.dropout, pass, s_ffn);
+    ln_ffn_.forward(f, y.reshape(flat), mean2, rstd2);
+  } else {
+    const TensorView<float> attn_in = ws_.view(attn_in_, flat);
+    ln_attn_.forward(x2, attn_in, mean1, rstd1);
+    attention_.forward(g, attn_in.reshape(shaped), branch.reshape(shaped), key_valid, pass);
+    residual_add(x2, branch, a, spec_.dropout, pass, s_attn);
+    ln_ffn_.forward(a, h, mean2, rstd2);
+    ffn_.forward(h, branch, pass);
+    residual_add(a, branch, y.reshape(flat), spec_.dropout, pass, s_ffn);
+  }
+}
+
+void EncoderBlock::backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy,
+                            TensorView<float> dx, const Pass& pass) {
+  const int64_t rows = g.rows(), C = spec_.d_model;
+  const Shape flat{rows, C}, shaped{g.B, g.T, C};
+  const TensorView<float> a = ws_.view(a_, flat), h = ws_.view(h_, flat);
+  const TensorView<float> d_branch = ws_.view(d_branch_, flat), d_mid = ws_.view(d_mid_, flat);
+  const float *mean1 = ws_.view(mean1_, Shape{rows}).data(), *rstd1 = ws_.view(rstd1_, Shape{rows}).data();
+  const float *mean2 = ws_.view(mean2_, Shape{rows}).data(), *rstd2 = ws_.view(rstd2_, Shape{rows}).data();
+  const auto x2 = x.reshape(flat), dy2 = dy.reshape(flat);
+  const auto dx2 = dx.reshape(flat);
+  const uint64_t s_attn = dropout_stream(DropoutSite::attention_out, layer_, pass);
+  const uint64_t s_ffn = dropout_stream(DropoutSite::ffn_out, layer_, pass);
+
+  if (spec_.norm == config::NormPlacement::post) {
+    const TensorView<float> f = ws_.view(f_, flat);
+    // y = LN_ffn(f): df into d_mid.
+    ln_ffn_.backward(dy2, f, mean2, rstd2, d_mid);
+    // f = h + drop(ffn(h)): dh = df + ffn'(drop'(df)); dh accumulates in dx2 (used as scratch).
+    residual_backward(d_mid, d_branch, spec_.dropout, pass, s_ffn);
+    ffn_.backward(h, d_branch, dx2, pass);
+    add_into(dx2, d_mid);
+    // h = LN_attn(a): da into d_mid.
+    ln_attn_.backward(dx2, a, mean1, rstd1, d_mid);
+    // a = x + drop(attn(x)): dx = da + attn'(drop'(da)).
+    residual_backward(d_mid, d_branch, spec_.dropout, pass, s_attn);
+    attention_.backward(g, x, d_branch.reshape(shaped), dx, pass);
+    add_into(dx2, d_mid);
+  } else {
+    const TensorView<float> attn_in = ws_.view(attn_in_, flat);
+    // y = a + drop(ffn(LN_ffn(a))): da = dy + LN_ffn'(ffn'(drop'(dy))).
+    residual_backward(dy2, d_branch, spec_.dropout, pass, s_ffn);
+    ffn_.backward(h, d_branch, d_mid, pass);          // d_mid = d(LN_ffn output)
+    ln_ffn_.backward(d_mid, a, mean2, rstd2, dx2);     // dx2 = LN_ffn'(…) (scratch for da)
+    add_into(dx2, dy2);                                // dx2 = da
+    // a = x + drop(attn(LN_attn(x))): dx = da + LN_attn'(attn'(drop'(da))).
+    residual_backward(dx2, d_branch, spec_.dropout, pass, s_attn);
+    attention_.backward(g, attn_in.reshape(shaped), d_branch.reshape(shaped), d_mid.reshape(shaped), pass);
+    // d_mid now holds d(attn_in); turn it into d(x) through LN_attn and add da.
+    ln_attn_.backward(d_mid, x2, mean1, rstd1, d_branch);
+    add_into(dx2, d_branch);
+  }
+}
+
+}  // namespace linformer

@@ -1,0 +1,44 @@
+#include "linformer/layers/feed_forward.h"
+
+#include "linformer/kernels/activation.h"
+#include "linformer/kernels/dropout.h"
+
+namespace linformer {
+
+FeedForward::FeedForward(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_rows)
+    : ws_(ws), layer_(layer), activation_dropout_(spec.activation_dropout) {
+  const std::string p = "layers." + std::to_string(layer) + ".ffn.";
+  fc1_ = Linear(params, p + "fc1");
+  fc2_ = Linear(params, p + "fc2");
+  const std::string l = "layer" + std::to_string(layer) + ".ffn.";
+  pre_ = ws.reserve(l + "pre", max_rows * spec.ffn_dim);
+  act_ = ws.reserve(l + "act", max_rows * spec.ffn_dim);
+  d_act_ = ws.reserve_shared("ffn.d_act", max_rows * spec.ffn_dim);
+}
+
+void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const Pass& pass) {
+  const int64_t rows = x.size(0), F = fc1_.out();
+  const TensorView<float> pre = ws_.view(pre_, Shape{rows, F}), act = ws_.view(act_, Shape{rows, F});
+  fc1_.forward(x, pre);
+  gelu_forward(pre.data(), act.data(), act.numel());
+  if (pass.training)
+    dropout_apply(act.data(), act.data(), act.numel(), activation_dropout_, pass.seed,
+                  dropout_stream(DropoutSite::activation, layer_, pass));
+  fc2_.forward(act, y);
+}
+
+void FeedForward::backward(TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx,
+                           const Pass& pass) {
+  const int64_t rows = x.size(0), F = fc1_.out();
+  const TensorView<float> pre = ws_.view(pre_, Shape{rows, F}), act = ws_.view(act_, Shape{rows, F});
+  const TensorView<float> d_act = ws_.view(d_act_, Shape{rows, F});
+  // In the forward pass: y = fc2(act), act = dropout(gelu(pre)), pre = fc1(x).
+  fc2_.backward(dy, act, d_act);
+  if (pass.training)
+    dropout_apply(d_act.data(), d_act.data(), d_act.numel(), activation_dropout_, pass.seed,
+                  dropout_stream(DropoutSite::activation, layer_, pass));
+  gelu_backward(d_act.data(), pre.data(), d_act.data(), d_act.numel());
+  fc1_.backward(d_act, x, dx);
+}
+
+}  // namespace linformer

@@ -1,0 +1,27 @@
+#include "linformer/layers/layer_norm.h"
+
+#include "linformer/kernels/layer_norm.h"
+
+namespace linformer {
+
+LayerNorm::LayerNorm(const Parameters& params, const std::string& name)
+    : gamma(params.value(name + ".weight")),
+      beta(params.value(name + ".bias")),
+      dgamma(params.grad(name + ".weight")),
+      dbeta(params.grad(name + ".bias")),
+      eps(params.spec().layer_norm_eps) {}
+
+void LayerNorm::forward(TensorView<const float> x, TensorView<float> y, float* mean, float* rstd) const {
+  LF_CHECK(x.is_contiguous() && y.is_contiguous(), "layer norm needs contiguous rows");
+  const int64_t C = gamma.numel();
+  layer_norm_forward(x.data(), gamma.data(), beta.data(), y.data(), mean, rstd, x.numel() / C, C, eps);
+}
+
+void LayerNorm::backward(TensorView<const float> dy, TensorView<const float> x, const float* mean, const float* rstd,
+                         TensorView<float> dx) const {
+  const int64_t C = gamma.numel();
+  layer_norm_backward(dy.data(), x.data(), gamma.data(), mean, rstd, dx.data(), dgamma.data(), dbeta.data(),
+                      x.numel() / C, C);
+}
+
+}  // namespace linformer

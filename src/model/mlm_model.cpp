@@ -1,0 +1,103 @@
+#include "linformer/model/mlm_model.h"
+
+namespace linformer {
+
+MlmModel::MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked)
+    : spec_(spec), max_batch_(max_batch), max_masked_(max_masked), params_(spec) {
+  LF_CHECK(max_batch > 0 && max_masked > 0, "model capacity: batch {} and masked positions {} must be positive",
+           max_batch, max_masked);
+  spec_.validate();
+  const int64_t rows = max_batch * spec.seq_len, C = spec.d_model;
+  embedding_ = std::make_unique<Embedding>(spec_, params_, ws_, max_batch);
+  for (int l = 0; l < spec.layers; ++l) blocks_.push_back(std::make_unique<EncoderBlock>(spec_, params_, ws_, l, max_batch));
+  for (int l = 0; l <= spec.layers; ++l) hidden_.push_back(ws_.reserve("hidden" + std::to_string(l), rows * C));
+  final_ = final_mean_ = final_rstd_ = -1;
+  if (spec.norm == config::NormPlacement::pre) {
+    final_ln_ = std::make_unique<LayerNorm>(params_, "final_ln");
+    final_ = ws_.reserve("final", rows * C);
+    final_mean_ = ws_.reserve("final.mean", rows);
+    final_rstd_ = ws_.reserve("final.rstd", rows);
+  }
+  head_ = std::make_unique<MlmHead>(spec_, params_, ws_, max_masked);
+  d_hidden_a_ = ws_.reserve_shared("d_hidden.a", rows * C);
+  d_hidden_b_ = ws_.reserve_shared("d_hidden.b", rows * C);
+  ws_.allocate();
+  key_valid_.resize(static_cast<size_t>(rows));
+}
+
+void MlmModel::check_batch(const MlmBatchView& b) const {
+  LF_CHECK(b.B >= 1 && b.B <= max_batch_, "batch of {} sequences; the model was built for at most {}", b.B, max_batch_);
+  LF_CHECK(b.T >= 1 && b.T <= spec_.seq_len, "batch rows of {} tokens; the model has {} positions", b.T, spec_.seq_len);
+  LF_CHECK(b.M >= 1 && b.M <= max_masked_, "{} masked positions; the model was built for 1 to {}", b.M, max_masked_);
+  for (int64_t r = 0; r < b.B; ++r)
+    LF_CHECK(b.lengths[r] >= 1 && b.lengths[r] <= b.T, "row {} has length {} (T = {})", r, b.lengths[r], b.T);
+  for (int64_t i = 0; i < b.B * b.T; ++i)
+    LF_CHECK(b.ids[i] >= 0 && b.ids[i] < spec_.vocab_size, "token id {} at position {} is outside the vocabulary of {}",
+             b.ids[i], i, spec_.vocab_size);
+  for (int64_t m = 0; m < b.M; ++m) {
+    const int32_t p = b.masked_positions[m];
+    LF_CHECK(p >= 0 && p < b.B * b.T && p % b.T < b.lengths[p / b.T],
+             "masked position {} is not a real token of the batch", p);
+    LF_CHECK(b.targets[m] >= 0 && b.targets[m] < spec_.vocab_size, "target id {} is outside the vocabulary",
+             b.targets[m]);
+  }
+}
+
+StepResult MlmModel::run_forward(const MlmBatchView& batch, const Pass& pass, float grad_scale) {
+  check_batch(batch);
+  geometry_ = {batch.B, batch.T, batch.lengths};
+  last_masked_ = batch.M;
+  const int64_t C = spec_.d_model;
+  const Shape shaped{batch.B, batch.T, C};
+  for (int64_t b = 0; b < batch.B; ++b)
+    for (int64_t t = 0; t < batch.T; ++t) key_valid_[b * batch.T + t] = t < batch.lengths[b];
+
+  embedding_->forward(geometry_, batch.ids, ws_.view(hidden_[0], shaped), pass);
+  for (int l = 0; l < spec_.layers; ++l)
+    blocks_[l]->forward(geometry_, ws_.view(hidden_[l], shaped), ws_.view(hidden_[l + 1], shaped), key_valid_.data(),
+                        pass);
+  TensorView<float> out = ws_.view(hidden_[spec_.layers], shaped);
+  if (final_ln_) {
+    const int64_t rows = geometry_.rows();
+    final_ln_->forward(out.reshape(Shape{rows, C}), ws_.view(final_, Shape{rows, C}),
+                       ws_.view(final_mean_, Shape{rows}).data(), ws_.view(final_rstd_, Shape{rows}).data());
+    out = ws_.view(final_, shaped);
+  }
+  const auto ce = head_->forward(out.reshape(Shape{geometry_.rows(), C}), batch.masked_positions, batch.targets,
+                                 batch.M, grad_scale);
+  return {ce.loss_sum, ce.correct, batch.M};
+}
+
+StepResult MlmModel::forward(const MlmBatchView& batch, const Pass& pass) { return run_forward(batch, pass, 0.0f); }
+
+StepResult MlmModel::forward_backward(const MlmBatchView& batch, const Pass& pass, float grad_scale) {
+  LF_CHECK(grad_scale != 0.0f, "forward_backward needs a non-zero gradient scale");
+  const StepResult result = run_forward(batch, pass, grad_scale);
+  const int64_t C = spec_.d_model, rows = geometry_.rows();
+  const Shape shaped{batch.B, batch.T, C};
+  TensorView<float> d_cur = ws_.view(d_hidden_a_, shaped), d_next = ws_.view(d_hidden_b_, shaped);
+
+  head_->backward(d_cur.reshape(Shape{rows, C}), batch.masked_positions, batch.M);
+  if (final_ln_) {
+    // final = LN(hidden[L]).
+    final_ln_->backward(d_cur.reshape(Shape{rows, C}), ws_.view(hidden_[spec_.layers], Shape{rows, C}),
+                        ws_.view(final_mean_, Shape{rows}).data(), ws_.view(final_rstd_, Shape{rows}).data(),
+                        d_next.reshape(Shape{rows, C}));
+    std::swap(d_cur, d_next);
+  }
+  for (int l = spec_.layers - 1; l >= 0; --l) {
+    blocks_[l]->backward(geometry_, ws_.view(hidden_[l], shaped), d_cur, d_next, pass);
+    std::swap(d_cur, d_next);
+  }
+  embedding_->backward(geometry_, batch.ids, d_cur, pass);
+  return result;
+}
+
+TensorView<const float> MlmModel::logits() const { return head_->logits(last_masked_); }
+
+TensorView<const float> MlmModel::encoder_output() const {
+  const Shape shaped{geometry_.B, geometry_.T, spec_.d_model};
+  return final_ln_ ? ws_.view(final_, shaped) : ws_.view(hidden_[spec_.layers], shaped);
+}
+
+}  // namespace linformer

@@ -1,0 +1,226 @@
+// Each kernel against a naive loop written out here in double precision.
+
+#include "linformer/core/rng.h"
+#include "linformer/kernels/activation.h"
+#include "linformer/kernels/cross_entropy.h"
+#include "linformer/kernels/dropout.h"
+#include "linformer/kernels/layer_norm.h"
+#include "linformer/kernels/matmul.h"
+#include "linformer/kernels/reduce.h"
+#include "linformer/kernels/softmax.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace linformer {
+namespace {
+
+std::vector<float> random_vector(size_t n, uint64_t seed, float scale = 1.0f) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = scale * rng.normal();
+  return v;
+}
+
+TEST(Matmul, PlainBiasAndAccumulate) {
+  const int64_t M = 7, K = 13, N = 5;
+  auto a = random_vector(M * K, 1), b = random_vector(K * N, 2), bias = random_vector(N, 3);
+  std::vector<float> c(M * N, 100.0f);
+  matmul(TensorView<const float>(a.data(), Shape{M, K}), TensorView<const float>(b.data(), Shape{K, N}),
+         TensorView<float>(c.data(), Shape{M, N}), Accumulate::overwrite, bias.data());
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double ref = bias[j];
+      for (int64_t p = 0; p < K; ++p) ref += static_cast<double>(a[i * K + p]) * b[p * N + j];
+      ASSERT_NEAR(c[i * N + j], ref, 1e-4) << i << "," << j;
+    }
+  const std::vector<float> before = c;
+  matmul(TensorView<const float>(a.data(), Shape{M, K}), TensorView<const float>(b.data(), Shape{K, N}),
+         TensorView<float>(c.data(), Shape{M, N}), Accumulate::add);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double ref = before[i * N + j];
+      for (int64_t p = 0; p < K; ++p) ref += static_cast<double>(a[i * K + p]) * b[p * N + j];
+      ASSERT_NEAR(c[i * N + j], ref, 1e-4);
+    }
+}
+
+TEST(Matmul, TransposedStridedAndBroadcastBatches) {
+  // c[b, h] (M, N) = a[0, h] (M, K) · b[b, h]ᵀ where b is stored (B, N, H, K): a head slice, transposed.
+  const int64_t B = 3, H = 2, M = 4, K = 6, N = 5;
+  auto a = random_vector(H * M * K, 4), bt = random_vector(B * N * H * K, 5);
+  std::vector<float> c(B * H * M * N);
+  const TensorView<const float> av(a.data(), Shape{1, H, M, K});
+  const TensorView<const float> bv(bt.data(), Shape{B, H, K, N}, Shape{N * H * K, K, 1, H * K});
+  matmul(av, bv, TensorView<float>(c.data(), Shape{B, H, M, N}));
+  for (int64_t bb = 0; bb < B; ++bb)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double ref = 0;
+          for (int64_t p = 0; p < K; ++p)
+            ref += static_cast<double>(a[(h * M + i) * K + p]) * bt[((bb * N + j) * H + h) * K + p];
+          ASSERT_NEAR(c[((bb * H + h) * M + i) * N + j], ref, 1e-4);
+        }
+}
+
+TEST(Matmul, ReusesPrimitivesAndRejectsMismatches) {
+  auto a = random_vector(6, 1), b = random_vector(6, 2);
+  std::vector<float> c(4);
+  const TensorView<const float> av(a.data(), Shape{2, 3}), bv(b.data(), Shape{3, 2});
+  matmul(av, bv, TensorView<float>(c.data(), Shape{2, 2}));
+  const size_t built = matmul_primitives_built();
+  for (int i = 0; i < 3; ++i) matmul(av, bv, TensorView<float>(c.data(), Shape{2, 2}));
+  EXPECT_EQ(matmul_primitives_built(), built);
+  EXPECT_THROW(matmul(av, av, TensorView<float>(c.data(), Shape{2, 2})), Error);
+}
+
+TEST(LayerNorm, ForwardAndBackwardMatchNaive) {
+  const int64_t rows = 5, C = 17;
+  auto x = random_vector(rows * C, 1, 3.0f), gamma = random_vector(C, 2), beta = random_vector(C, 3);
+  auto dy = random_vector(rows * C, 4);
+  std::vector<float> y(rows * C), mean(rows), rstd(rows), dx(rows * C), dgamma(C, 0.5f), dbeta(C, -0.5f);
+  layer_norm_forward(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data(), rows, C, 1e-5f);
+  layer_norm_backward(dy.data(), x.data(), gamma.data(), mean.data(), rstd.data(), dx.data(), dgamma.data(),
+                      dbeta.data(), rows, C);
+  std::vector<double> ref_dgamma(C, 0.5), ref_dbeta(C, -0.5);
+  for (int64_t r = 0; r < rows; ++r) {
+    double mu = 0, var = 0;
+    for (int64_t c = 0; c < C; ++c) mu += x[r * C + c];
+    mu /= C;
+    for (int64_t c = 0; c < C; ++c) var += (x[r * C + c] - mu) * (x[r * C + c] - mu);
+    var /= C;
+    const double rs = 1 / std::sqrt(var + 1e-5);
+    std::vector<double> xhat(C), g(C);
+    double sum_g = 0, sum_gx = 0;
+    for (int64_t c = 0; c < C; ++c) {
+      xhat[c] = (x[r * C + c] - mu) * rs;
+      ASSERT_NEAR(y[r * C + c], xhat[c] * gamma[c] + beta[c], 1e-5);
+      g[c] = dy[r * C + c] * gamma[c];
+      sum_g += g[c];
+      sum_gx += g[c] * xhat[c];
+      ref_dgamma[c] += dy[r * C + c] * xhat[c];
+      ref_dbeta[c] += dy[r * C + c];
+    }
+    // The textbook formula written out separately: dx = rstd/C · (C g - Σg - xhat Σ(g xhat)).
+    for (int64_t c = 0; c < C; ++c)
+      ASSERT_NEAR(dx[r * C + c], rs / C * (C * g[c] - sum_g - xhat[c] * sum_gx), 1e-4);
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    EXPECT_NEAR(dgamma[c], ref_dgamma[c], 1e-4);
+    EXPECT_NEAR(dbeta[c], ref_dbeta[c], 1e-4);
+  }
+}
+
+TEST(Softmax, MaskedForwardAndBackward) {
+  const int64_t rows = 4, cols = 6;
+  const float scale = 0.5f;
+  auto s = random_vector(rows * cols, 1, 2.0f), dp = random_vector(rows * cols, 2);
+  // Two rows share each mask row (rows_per_mask = 2).
+  const std::vector<uint8_t> valid = {1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1, 0};
+  std::vector<float> p(rows * cols), ds(rows * cols);
+  softmax_forward(s.data(), p.data(), rows, cols, scale, valid.data(), 2);
+  softmax_backward(dp.data(), p.data(), ds.data(), rows, cols, scale);
+  for (int64_t r = 0; r < rows; ++r) {
+    double z = 0;
+    for (int64_t j = 0; j < cols; ++j)
+      if (valid[(r / 2) * cols + j]) z += std::exp(scale * s[r * cols + j]);
+    double dot = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      const double ref = valid[(r / 2) * cols + j] ? std::exp(scale * s[r * cols + j]) / z : 0.0;
+      ASSERT_NEAR(p[r * cols + j], ref, 1e-6);
+      dot += ref * dp[r * cols + j];
+    }
+    for (int64_t j = 0; j < cols; ++j) {
+      const double ref_p = p[r * cols + j];
+      ASSERT_NEAR(ds[r * cols + j], scale * ref_p * (dp[r * cols + j] - dot), 1e-5);
+    }
+  }
+}
+
+TEST(Gelu, ForwardAndBackwardMatchTheErfForm) {
+  const std::vector<float> x = {-4.0f, -1.5f, -0.3f, 0.0f, 0.2f, 1.0f, 3.5f};
+  std::vector<float> y(x.size()), dx(x.size()), dy(x.size(), 1.0f);
+  gelu_forward(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  gelu_backward(dy.data(), x.data(), dx.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double xi = x[i];
+    const double gelu = [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }(xi);
+    EXPECT_NEAR(y[i], gelu, 1e-6);
+    // Central difference in double of the same formula.
+    const double h = 1e-5;
+    const double fd = (0.5 * (xi + h) * (1 + std::erf((xi + h) / std::sqrt(2.0))) -
+                       0.5 * (xi - h) * (1 + std::erf((xi - h) / std::sqrt(2.0)))) / (2 * h);
+    EXPECT_NEAR(dx[i], fd, 1e-5);
+  }
+}
+
+TEST(CrossEntropy, LossAccuracyAndGradient) {
+  const int64_t rows = 3, V = 7;
+  auto logits = random_vector(rows * V, 1, 2.0f);
+  const std::vector<int32_t> targets = {0, 6, 3};
+  const std::vector<float> original = logits;
+  const float scale = 0.25f;
+  const auto result = cross_entropy(logits.data(), targets.data(), rows, V, scale);
+  double ref = 0;
+  int64_t correct = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double z = 0;
+    int64_t argmax = 0;
+    for (int64_t j = 0; j < V; ++j) {
+      z += std::exp(static_cast<double>(original[r * V + j]));
+      if (original[r * V + j] > original[r * V + argmax]) argmax = j;
+    }
+    ref += std::log(z) - original[r * V + targets[r]];
+    correct += argmax == targets[r];
+    for (int64_t j = 0; j < V; ++j) {
+      const double g = scale * (std::exp(static_cast<double>(original[r * V + j])) / z - (j == targets[r]));
+      ASSERT_NEAR(logits[r * V + j], g, 1e-6);
+    }
+  }
+  EXPECT_NEAR(result.loss_sum, ref, 1e-5);
+  EXPECT_EQ(result.correct, correct);
+  std::vector<int32_t> bad = {0, 7, 1};
+  EXPECT_THROW(cross_entropy(logits.data(), bad.data(), rows, V, 0.0f), Error);
+}
+
+TEST(Dropout, RateScaleDeterminismAndStreams) {
+  const int64_t n = 100001;
+  std::vector<float> x(n, 1.0f), y(n), y2(n), z(n);
+  const float p = 0.3f;
+  dropout_apply(x.data(), y.data(), n, p, 42, 7);
+  dropout_apply(x.data(), y2.data(), n, p, 42, 7);
+  dropout_apply(x.data(), z.data(), n, p, 42, 8);
+  int64_t kept = 0, same_as_other_stream = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(y[i] == 0.0f || std::abs(y[i] - 1.0f / 0.7f) < 1e-6f);
+    ASSERT_EQ(y[i], y2[i]);
+    kept += y[i] != 0.0f;
+    same_as_other_stream += (y[i] != 0.0f) == (z[i] != 0.0f);
+  }
+  // Binomial(n, 0.7): standard deviation ≈ 145; allow 5 sigma.
+  EXPECT_NEAR(static_cast<double>(kept), 0.7 * n, 725);
+  EXPECT_LT(same_as_other_stream, n - 1000);  // another stream is another mask
+  dropout_apply(x.data(), y.data(), n, 0.0f, 42, 7);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], 1.0f);
+}
+
+TEST(Reduce, ColumnSumsGatherScatter) {
+  const std::vector<float> x = {1, 2, 3, 9, 4, 5, 6, 9};  // 2 rows of 3 with a row stride of 4
+  std::vector<float> sums = {10, 20, 30};
+  add_column_sums(x.data(), 2, 3, 4, sums.data());
+  EXPECT_EQ(sums, (std::vector<float>{15, 27, 39}));
+  const std::vector<float> table = {0, 0, 1, 1, 2, 2};  // 3 rows of 2
+  const std::vector<int32_t> index = {2, 0, 2};
+  std::vector<float> gathered(6);
+  gather_rows(table.data(), index.data(), gathered.data(), 3, 2);
+  EXPECT_EQ(gathered, (std::vector<float>{2, 2, 0, 0, 2, 2}));
+  std::vector<float> acc(6, 0.0f);
+  scatter_add_rows(gathered.data(), index.data(), acc.data(), 3, 2);
+  EXPECT_EQ(acc, (std::vector<float>{0, 0, 0, 0, 4, 4}));
+}
+
+}  // namespace
+}  // namespace linformer
