@@ -19,7 +19,7 @@ inline ModelSpec tiny_spec(const nlohmann::json& changes = {}) {
                       {"norm", "post"},       {"layer_norm_eps", 1e-5}, {"init_std", 0.2},
                       {"attention", "linformer"}, {"k_per_layer", {4, 4}}, {"sharing", "headwise"},
                       {"projection", "linear"}, {"freeze_projection", false}, {"projection_init", "normal"}};
-  j.update(changes);
+  if (changes.is_object()) j.update(changes);
   return j.get<ModelSpec>();
 }
 

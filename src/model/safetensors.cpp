@@ -126,7 +126,7 @@ std::vector<double> File::as_doubles(const std::string& name) const {
 
 void write(const std::string& path, const std::vector<TensorToWrite>& tensors,
            const std::map<std::string, std::string>& metadata) {
-  nlohmann::ordered_json header;
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   size_t offset = 0;
   for (const auto& t : tensors) {

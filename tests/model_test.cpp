@@ -1,0 +1,315 @@
+// The C++ model on its own: finite-difference gradients (dropout on and off),
+// padding invariance, determinism, gradient accumulation, weights files.
+
+#include "linformer/core/fs.h"
+#include "linformer/model/mlm_model.h"
+#include "linformer/model/safetensors.h"
+#include "linformer/model/weights_file.h"
+#include "model_test_util.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace linformer {
+namespace {
+
+using testing::OwnedBatch;
+using testing::TempDir;
+using ::testing::HasSubstr;
+
+void perturb(Parameters& params, uint64_t seed, float scale) {
+  Rng rng(seed);
+  for (size_t i = 0; i < params.values().numel(); ++i) params.values().data()[i] += scale * rng.normal();
+}
+
+// ---- finite differences ----------------------------------------------------------------
+// For each parameter tensor: the analytic directional derivative <g, v> against the central
+// difference (L(θ + εv) - L(θ - εv)) / 2ε along a random unit direction v, in float. The
+// loss is accumulated in double; ε = 1e-2 keeps float rounding (≈1e-7·|L|/ε) and the
+// truncation error (≈ε²) both near 1e-5, so a tolerance of 2e-3 relative fails any wrong term.
+
+struct FdCase {
+  std::string name;
+  nlohmann::json changes;
+  bool training;  // dropout on (masks depend only on seed and step, so L is a fixed function)
+};
+void PrintTo(const FdCase& c, std::ostream* os) { *os << c.name; }
+
+class FiniteDifferences : public ::testing::TestWithParam<FdCase> {};
+
+TEST_P(FiniteDifferences, EveryParameterTensor) {
+  const ModelSpec spec = testing::tiny_spec(GetParam().changes);
+  const OwnedBatch batch = testing::random_batch(12, {12, 9, 5}, spec.vocab_size, 3);
+  MlmModel model(spec, batch.B, batch.B * batch.T);
+  model.params().initialize(5);
+  perturb(model.params(), 6, 0.1f);
+  const Pass pass{GetParam().training, 1234, 17};
+  const float scale = 1.0f / static_cast<float>(batch.masked_positions.size());
+  auto loss = [&] { return model.forward(batch.view(), pass).loss_sum * scale; };
+
+  model.params().zero_grads();
+  model.forward_backward(batch.view(), pass, scale);
+  Rng rng(8);
+  for (const auto& p : model.params().table()) {
+    if (!p.trainable) continue;
+    float* x = model.params().value(p.name).data();
+    const float* g = model.params().grad(p.name).data();
+    const int64_t n = p.shape.numel();
+    std::vector<float> v(static_cast<size_t>(n)), saved(x, x + n);
+    double norm = 0;
+    for (auto& e : v) {
+      e = rng.normal();
+      norm += static_cast<double>(e) * e;
+    }
+    double analytic = 0;
+    for (int64_t i = 0; i < n; ++i) analytic += g[i] * (v[i] /= static_cast<float>(std::sqrt(norm)));
+    const float eps = 1e-2f;
+    for (int64_t i = 0; i < n; ++i) x[i] = saved[i] + eps * v[i];
+    const double up = loss();
+    for (int64_t i = 0; i < n; ++i) x[i] = saved[i] - eps * v[i];
+    const double down = loss();
+    std::memcpy(x, saved.data(), sizeof(float) * static_cast<size_t>(n));
+    const double numeric = (up - down) / (2 * eps);
+    const double gradient_norm = [&] {
+      double s = 0;
+      for (int64_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * g[i];
+      return std::sqrt(s);
+    }();
+    // Relative to the gradient's norm: the largest a directional derivative can be.
+    EXPECT_NEAR(analytic, numeric, 2e-3 * gradient_norm + 1e-6)
+        << p.name << ": analytic " << analytic << ", finite difference " << numeric;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Model, FiniteDifferences,
+    ::testing::Values(FdCase{"full_post", {{"attention", "full"}}, false},
+                      FdCase{"full_pre_dropout", {{"attention", "full"}, {"norm", "pre"}, {"dropout", 0.2},
+                                                  {"attention_dropout", 0.2}, {"activation_dropout", 0.2}}, true},
+                      FdCase{"linformer_none", {{"sharing", "none"}}, false},
+                      FdCase{"linformer_headwise_dropout", {{"dropout", 0.1}, {"attention_dropout", 0.3},
+                                                            {"activation_dropout", 0.1}}, true},
+                      FdCase{"linformer_layerwise", {{"sharing", "layerwise"}}, false},
+                      FdCase{"linformer_conv_none", {{"projection", "conv"}, {"sharing", "none"}}, false},
+                      FdCase{"linformer_mean_pre", {{"projection", "mean"}, {"norm", "pre"}}, false},
+                      FdCase{"linformer_max_kv", {{"projection", "max"}, {"sharing", "kv"}}, false}),
+    [](const ::testing::TestParamInfo<FdCase>& info) { return info.param.name; });
+
+// ---- padding invariance ------------------------------------------------------------------
+
+class PaddingInvariance : public ::testing::TestWithParam<FdCase> {};
+
+TEST_P(PaddingInvariance, OutputsAndGradientsDoNotDependOnPadding) {
+  const ModelSpec spec = testing::tiny_spec(GetParam().changes);
+  const OwnedBatch tight = testing::random_batch(9, {9, 6, 3}, spec.vocab_size, 21);
+  const OwnedBatch loose = testing::repad(tight, 16);
+  MlmModel model(spec, 3, 48);
+  model.params().initialize(1);
+  perturb(model.params(), 2, 0.1f);
+  const Pass pass{GetParam().training, 5, 9};
+  const float scale = 1.0f / static_cast<float>(tight.masked_positions.size());
+
+  auto run = [&](const OwnedBatch& b, std::vector<float>& logits, std::vector<float>& out, std::vector<float>& grads) {
+    model.params().zero_grads();
+    const double loss = model.forward(b.view(), pass).loss_sum;
+    logits.assign(model.logits().data(), model.logits().data() + model.logits().numel());
+    out.clear();
+    for (int64_t r = 0; r < b.B; ++r)
+      for (int64_t t = 0; t < b.lengths[r]; ++t)
+        for (int64_t c = 0; c < spec.d_model; ++c) out.push_back(model.encoder_output()(r, t, c));
+    model.forward_backward(b.view(), pass, scale);
+    grads.assign(model.params().grads().data(), model.params().grads().data() + model.params().grads().numel());
+    return loss;
+  };
+  std::vector<float> logits1, out1, grads1, logits2, out2, grads2;
+  const double loss1 = run(tight, logits1, out1, grads1);
+  const double loss2 = run(loose, logits2, out2, grads2);
+  EXPECT_NEAR(loss1, loss2, 1e-5 * std::abs(loss1));
+  ASSERT_EQ(out1.size(), out2.size());
+  for (size_t i = 0; i < out1.size(); ++i) ASSERT_NEAR(out1[i], out2[i], 1e-5) << "encoder output " << i;
+  for (size_t i = 0; i < logits1.size(); ++i) ASSERT_NEAR(logits1[i], logits2[i], 1e-4) << "logit " << i;
+  for (size_t i = 0; i < grads1.size(); ++i) ASSERT_NEAR(grads1[i], grads2[i], 1e-5) << "gradient element " << i;
+
+  // And each sequence alone gives what it gets in the batch.
+  OwnedBatch alone = tight;
+  alone.B = 1;
+  alone.lengths = {tight.lengths[2]};
+  alone.ids.assign(tight.ids.begin() + 2 * tight.T, tight.ids.end());
+  alone.masked_positions.clear();
+  alone.targets.clear();
+  for (size_t m = 0; m < tight.masked_positions.size(); ++m)
+    if (tight.masked_positions[m] / tight.T == 2) {
+      alone.masked_positions.push_back(tight.masked_positions[m] % static_cast<int32_t>(tight.T));
+      alone.targets.push_back(tight.targets[m]);
+    }
+  model.forward(alone.view(), Pass{false, 0, 0});
+  std::vector<float> alone_out(model.encoder_output().data(), model.encoder_output().data() + tight.lengths[2] * spec.d_model);
+  model.forward(tight.view(), Pass{false, 0, 0});
+  for (int64_t t = 0; t < tight.lengths[2]; ++t)
+    for (int64_t c = 0; c < spec.d_model; ++c)
+      ASSERT_NEAR(model.encoder_output()(2, t, c), alone_out[t * spec.d_model + c], 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Model, PaddingInvariance,
+    ::testing::Values(FdCase{"full", {{"attention", "full"}}, false},
+                      FdCase{"linformer_linear", {}, false},
+                      FdCase{"linformer_none_pre", {{"sharing", "none"}, {"norm", "pre"}}, false},
+                      FdCase{"linformer_mean", {{"projection", "mean"}}, false},
+                      FdCase{"linformer_max", {{"projection", "max"}}, false},
+                      FdCase{"linformer_conv", {{"projection", "conv"}}, false}),
+    [](const ::testing::TestParamInfo<FdCase>& info) { return info.param.name; });
+
+// ---- determinism, dropout, accumulation ---------------------------------------------------
+
+TEST(Model, DeterministicWithoutDropoutAndSeededWithIt) {
+  const ModelSpec spec = testing::tiny_spec({{"dropout", 0.1}, {"attention_dropout", 0.1}});
+  const OwnedBatch batch = testing::random_batch(16, {16, 10}, spec.vocab_size, 4);
+  MlmModel model(spec, 2, 32);
+  model.params().initialize(3);
+  const double eval1 = model.forward(batch.view(), Pass{false, 1, 1}).loss_sum;
+  const double eval2 = model.forward(batch.view(), Pass{false, 2, 9}).loss_sum;  // seeds unused without dropout
+  EXPECT_EQ(eval1, eval2);
+  const double train_a = model.forward(batch.view(), Pass{true, 1, 1}).loss_sum;
+  const double train_b = model.forward(batch.view(), Pass{true, 1, 1}).loss_sum;
+  const double other_seed = model.forward(batch.view(), Pass{true, 2, 1}).loss_sum;
+  const double other_step = model.forward(batch.view(), Pass{true, 1, 2}).loss_sum;
+  EXPECT_EQ(train_a, train_b);
+  EXPECT_NE(train_a, eval1);
+  EXPECT_NE(train_a, other_seed);
+  EXPECT_NE(train_a, other_step);
+
+  // Same initialisation seed, same parameters; another seed, others.
+  MlmModel twin(spec, 2, 32);
+  twin.params().initialize(3);
+  EXPECT_EQ(0, std::memcmp(twin.params().values().data(), model.params().values().data(),
+                           model.params().values().layout().bytes()));
+  twin.params().initialize(4);
+  EXPECT_NE(0, std::memcmp(twin.params().values().data(), model.params().values().data(),
+                           model.params().values().layout().bytes()));
+}
+
+TEST(Model, GradientsAccumulateAcrossMicroBatches) {
+  // Two micro-batches with grad_scale = 1 / (all their masked tokens) equal one batch of both.
+  const ModelSpec spec = testing::tiny_spec({{"attention", "full"}});
+  const OwnedBatch both = testing::random_batch(12, {12, 7, 10, 4}, spec.vocab_size, 8);
+  OwnedBatch first = both, second = both;
+  first.B = second.B = 2;
+  first.lengths = {both.lengths[0], both.lengths[1]};
+  second.lengths = {both.lengths[2], both.lengths[3]};
+  first.ids.assign(both.ids.begin(), both.ids.begin() + 24);
+  second.ids.assign(both.ids.begin() + 24, both.ids.end());
+  first.masked_positions.clear(), first.targets.clear(), second.masked_positions.clear(), second.targets.clear();
+  for (size_t m = 0; m < both.masked_positions.size(); ++m) {
+    const int32_t p = both.masked_positions[m];
+    OwnedBatch& part = p < 24 ? first : second;
+    part.masked_positions.push_back(p % 24);
+    part.targets.push_back(both.targets[m]);
+  }
+  MlmModel model(spec, 4, 48);
+  model.params().initialize(2);
+  const float scale = 1.0f / static_cast<float>(both.masked_positions.size());
+  model.params().zero_grads();
+  const double whole = model.forward_backward(both.view(), Pass{}, scale).loss_sum;
+  const std::vector<float> expected(model.params().grads().data(),
+                                    model.params().grads().data() + model.params().grads().numel());
+  model.params().zero_grads();
+  const double parts = model.forward_backward(first.view(), Pass{}, scale).loss_sum +
+                       model.forward_backward(second.view(), Pass{}, scale).loss_sum;
+  EXPECT_NEAR(whole, parts, 1e-5 * whole);
+  for (size_t i = 0; i < expected.size(); ++i)
+    ASSERT_NEAR(model.params().grads().data()[i], expected[i], 1e-6 + 1e-4 * std::abs(expected[i])) << i;
+}
+
+TEST(Model, RejectsBadBatches) {
+  const ModelSpec spec = testing::tiny_spec();
+  MlmModel model(spec, 2, 8);
+  model.params().initialize(1);
+  OwnedBatch b = testing::random_batch(8, {8, 5}, spec.vocab_size, 1);
+  OwnedBatch bad = b;
+  bad.ids[3] = spec.vocab_size;
+  EXPECT_THROW(model.forward(bad.view(), Pass{}), Error);
+  bad = b;
+  bad.masked_positions[0] = 8 + 6;  // row 1 position 6: padding
+  EXPECT_THROW(model.forward(bad.view(), Pass{}), Error);
+  bad = b;
+  bad.lengths[1] = 9;
+  EXPECT_THROW(model.forward(bad.view(), Pass{}), Error);
+  OwnedBatch big = testing::random_batch(17, {17}, spec.vocab_size, 1);  // T > n
+  EXPECT_THROW(model.forward(big.view(), Pass{}), Error);
+}
+
+// ---- weights files -------------------------------------------------------------------------
+
+TEST(WeightsFile, RoundTripAndSelfDescription) {
+  const ModelSpec spec = testing::tiny_spec({{"sharing", "none"}, {"k_per_layer", {8, 4}}});
+  Parameters a(spec), b(spec);
+  a.initialize(1);
+  TempDir dir;
+  const std::string path = (dir.path() / "w.safetensors").string();
+  save_weights(path, a);
+  load_weights(path, b);
+  EXPECT_EQ(0, std::memcmp(a.values().data(), b.values().data(), a.values().layout().bytes()));
+  const ModelSpec read = read_weights_spec(path);
+  EXPECT_EQ(nlohmann::json(read), nlohmann::json(spec));
+  const auto file = safetensors::File::read(path);
+  EXPECT_EQ(file.info("layers.0.attn.proj_e").shape, (std::vector<int64_t>{2, 8, 16}));
+  EXPECT_EQ(file.metadata().at("format"), "linformer-weights");
+}
+
+std::string load_error(const std::string& path, Parameters& params) {
+  try {
+    load_weights(path, params);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(WeightsFile, ClearErrorsForWrongFiles) {
+  const ModelSpec spec = testing::tiny_spec();
+  Parameters params(spec);
+  params.initialize(1);
+  TempDir dir;
+  const std::string good = (dir.path() / "good.safetensors").string();
+  save_weights(good, params);
+
+  // Another shape: k = 8 instead of 4.
+  Parameters other(testing::tiny_spec({{"k_per_layer", {8, 8}}}));
+  EXPECT_THAT(load_error(good, other), HasSubstr("tensor 'layers.0.attn.proj_e' has shape (4, 16), the model needs (8, 16)"));
+  // A missing tensor: full attention has no projections, the Linformer model needs them.
+  Parameters full(testing::tiny_spec({{"attention", "full"}}));
+  full.initialize(1);
+  const std::string full_path = (dir.path() / "full.safetensors").string();
+  save_weights(full_path, full);
+  EXPECT_THAT(load_error(full_path, params), HasSubstr("missing tensor 'layers.0.attn.proj_e'"));
+  EXPECT_THAT(load_error(good, full), HasSubstr("unexpected tensor 'layers.0.attn.proj_e'"));
+  // A wrong dtype.
+  std::vector<double> doubles(16 * 40, 0.0);
+  std::vector<safetensors::TensorToWrite> tensors;
+  for (const auto& p : params.table()) {
+    std::vector<int64_t> shape;
+    for (int d = 0; d < p.shape.rank(); ++d) shape.push_back(p.shape[d]);
+    if (p.name == "embed.tokens") tensors.push_back({p.name, safetensors::DType::F64, shape, doubles.data()});
+    else tensors.push_back({p.name, safetensors::DType::F32, shape, params.value(p.name).data()});
+  }
+  const std::string f64 = (dir.path() / "f64.safetensors").string();
+  safetensors::write(f64, tensors, {{"format", "linformer-weights"}, {"format_version", "1"},
+                                    {"model", nlohmann::json(spec).dump()}});
+  EXPECT_THAT(load_error(f64, params), HasSubstr("tensor 'embed.tokens' is F64, expected F32"));
+  // Not a weights file, truncated, and garbage.
+  const std::string plain = (dir.path() / "plain.safetensors").string();
+  safetensors::write(plain, {}, {});
+  EXPECT_THAT(load_error(plain, params), HasSubstr("not a linformer weights file"));
+  const std::string bytes = read_file(good);
+  EXPECT_THAT(load_error(dir.write("cut.safetensors", bytes.substr(0, bytes.size() - 10)), params),
+              HasSubstr("outside the"));
+  EXPECT_THAT(load_error(dir.write("junk.safetensors", "hello"), params), HasSubstr("not a safetensors file"));
+  EXPECT_THAT(load_error((dir.path() / "none.safetensors").string(), params), HasSubstr("cannot open"));
+}
+
+}  // namespace
+}  // namespace linformer
