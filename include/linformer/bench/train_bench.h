@@ -1,0 +1,32 @@
+#pragma once
+// Timing of training steps (forward + backward of the model, no optimizer yet) on
+// synthetic batches shaped as the recipe says: the numbers `linformer bench train` prints.
+
+#include "linformer/config/recipe.h"
+#include "linformer/model/model_spec.h"
+
+#include <string>
+#include <vector>
+
+namespace linformer {
+
+// Matmul FLOPs of one forward pass over B sequences of T tokens with M masked positions
+// (2 per multiply-add; elementwise work not counted). A training step costs 3× this:
+// backward computes two matmuls (data and weight gradient) for every forward one.
+double forward_matmul_flops(const ModelSpec& spec, int64_t B, int64_t T, int64_t M);
+
+struct TrainBenchResult {
+  int64_t batch = 0, seq_len = 0, masked = 0, threads = 0, steps = 0;
+  double median_s = 0, min_s = 0, max_s = 0;
+  double tokens_per_s = 0;     // B·T / median
+  double gflops_per_s = 0;     // 3 × forward FLOPs / median
+  double forward_gflop = 0;    // per step
+  size_t parameter_bytes = 0, activation_bytes = 0;
+  long peak_rss_kb = 0;
+};
+
+TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int timed_steps);
+
+std::string to_json(const TrainBenchResult& r, const ModelSpec& spec);
+
+}  // namespace linformer

@@ -1,0 +1,97 @@
+#include "linformer/bench/train_bench.h"
+
+#include "linformer/core/rng.h"
+#include "linformer/model/mlm_model.h"
+
+#include <nlohmann/json.hpp>
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace linformer {
+
+double forward_matmul_flops(const ModelSpec& s, int64_t B, int64_t T, int64_t M) {
+  const double C = s.d_model, F = s.ffn_dim, V = s.vocab_size, rows = static_cast<double>(B * T);
+  double flops = 0;
+  for (int l = 0; l < s.layers; ++l) {
+    flops += 2 * rows * C * (3 * C) + 2 * rows * C * C + 2 * 2 * rows * C * F;  // in_proj, out_proj, FFN
+    if (s.is_linformer()) {
+      const double K = s.k_per_layer[l];
+      if (s.projection == config::ProjectionKind::linear) flops += 2 * (2 * B * K * T * C);  // E·K, F·V
+      flops += 2 * (2 * rows * K * C);                                                        // Q K̃ᵀ, P Ṽ
+    } else {
+      flops += 2 * (2 * rows * T * C);  // Q Kᵀ, P V
+    }
+  }
+  flops += 2 * static_cast<double>(M) * C * C + 2 * static_cast<double>(M) * C * V;  // MLM head
+  return flops;
+}
+
+TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int timed_steps) {
+  const ModelSpec spec = ModelSpec::from_recipe(recipe);
+  const int64_t B = recipe.train.batch_size, T = spec.seq_len;
+  // A synthetic batch: full rows, ordinary ids, masking.probability of the positions masked.
+  Rng rng(static_cast<uint64_t>(recipe.seed));
+  std::vector<int32_t> ids(static_cast<size_t>(B * T)), lengths(static_cast<size_t>(B), static_cast<int32_t>(T));
+  std::vector<int32_t> positions, targets;
+  for (int64_t i = 0; i < B * T; ++i) {
+    ids[i] = i % T == 0 ? 1 : 5 + static_cast<int32_t>(rng.below(spec.vocab_size - 5));
+    if (i % T != 0 && rng.uniform() < recipe.masking.probability) {
+      positions.push_back(static_cast<int32_t>(i));
+      targets.push_back(ids[i]);
+    }
+  }
+  const int64_t M = static_cast<int64_t>(positions.size());
+  MlmModel model(spec, B, std::max<int64_t>(M, 1));
+  model.params().initialize(static_cast<uint64_t>(recipe.seed));
+  const MlmBatchView batch{B, T, ids.data(), lengths.data(), M, positions.data(), targets.data()};
+
+  std::vector<double> seconds;
+  for (int step = 0; step < warmup_steps + timed_steps; ++step) {
+    const Pass pass{true, static_cast<uint64_t>(recipe.seed), static_cast<uint64_t>(step)};
+    const auto start = std::chrono::steady_clock::now();
+    model.forward_backward(batch, pass, 1.0f / static_cast<float>(M));
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (step >= warmup_steps) seconds.push_back(elapsed);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  TrainBenchResult r;
+  r.batch = B;
+  r.seq_len = T;
+  r.masked = M;
+  r.threads = omp_get_max_threads();
+  r.steps = timed_steps;
+  r.median_s = seconds[seconds.size() / 2];
+  r.min_s = seconds.front();
+  r.max_s = seconds.back();
+  r.forward_gflop = forward_matmul_flops(spec, B, T, M) * 1e-9;
+  r.tokens_per_s = static_cast<double>(B * T) / r.median_s;
+  r.gflops_per_s = 3 * r.forward_gflop / r.median_s;
+  r.parameter_bytes = model.params().values().layout().bytes();
+  r.activation_bytes = model.activation_bytes();
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  r.peak_rss_kb = usage.ru_maxrss;
+  return r;
+}
+
+std::string to_json(const TrainBenchResult& r, const ModelSpec& spec) {
+  nlohmann::json j = {{"model", spec},
+                      {"batch", r.batch},
+                      {"seq_len", r.seq_len},
+                      {"masked", r.masked},
+                      {"threads", r.threads},
+                      {"timed_steps", r.steps},
+                      {"step_seconds", {{"median", r.median_s}, {"min", r.min_s}, {"max", r.max_s}}},
+                      {"tokens_per_second", r.tokens_per_s},
+                      {"forward_gflop_per_step", r.forward_gflop},
+                      {"train_gflops_per_second", r.gflops_per_s},
+                      {"parameter_bytes", r.parameter_bytes},
+                      {"activation_bytes", r.activation_bytes},
+                      {"peak_rss_kb", r.peak_rss_kb}};
+  return j.dump(2);
+}
+
+}  // namespace linformer
