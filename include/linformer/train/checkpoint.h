@@ -1,0 +1,65 @@
+#pragma once
+// Checkpoints: everything needed to continue a run exactly.
+//
+// A checkpoint is a directory checkpoints/checkpoint_<update, 8 digits>/ holding
+//   model.safetensors      the parameters (the weights-file format)
+//   optimizer.safetensors  AdamW's moments m.<name>, v.<name>
+//   state.json             TrainingState, the format version, the recipe, crc32 of both files
+//   DONE                   written last
+// It is written as checkpoint_…tmp.<pid>/, every file fsynced, then renamed into place,
+// so a crash leaves either a complete checkpoint or a temporary directory that is ignored.
+
+#include "linformer/model/parameters.h"
+#include "linformer/train/adamw.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace linformer {
+
+inline constexpr int kCheckpointFormatVersion = 1;
+
+// Counters and positions of a run. Every random stream is a pure function of the recipe's
+// seed and these counters (dropout: micro_step; masking and shuffling: the batcher's epoch and
+// position), so this is also the complete RNG state.
+struct TrainingState {
+  int64_t update = 0;       // optimizer updates done
+  int64_t micro_step = 0;   // micro-batches done (keys the dropout masks)
+  int64_t tokens = 0;       // real training tokens consumed
+  uint64_t epoch = 0;       // batcher: the next batch is (epoch, position)
+  uint64_t position = 0;
+  double elapsed_seconds = 0;  // training wall time, summed over resumes
+  double best_valid_loss = std::numeric_limits<double>::infinity();
+  int64_t best_update = 0;
+  int validations_since_best = 0;
+  std::string recipe_hash;  // of the model section: resuming with another model shape is refused
+};
+
+void to_json(nlohmann::json& j, const TrainingState& s);
+void from_json(const nlohmann::json& j, TrainingState& s);
+
+struct CheckpointInfo {
+  std::string path;
+  int64_t update = 0;
+};
+
+// Writes checkpoint_<update> under `checkpoints_dir`; returns its path.
+std::string write_checkpoint(const std::string& checkpoints_dir, const Parameters& params, const AdamW& optimizer,
+                             const TrainingState& state, const std::string& resolved_recipe);
+
+// Reads a complete checkpoint into params and optimizer; verifies the marker, the format
+// version and both checksums. Returns its state.
+TrainingState read_checkpoint(const std::string& path, Parameters& params, AdamW* optimizer);
+
+// The complete checkpoints in `checkpoints_dir`, oldest first.
+std::vector<CheckpointInfo> list_checkpoints(const std::string& checkpoints_dir);
+
+// The resolved recipe stored in a checkpoint.
+std::string checkpoint_recipe(const std::string& path);
+
+}  // namespace linformer

@@ -1,0 +1,190 @@
+#include "linformer/train/checkpoint.h"
+
+#include "linformer/core/check.h"
+#include "linformer/core/fs.h"
+#include "linformer/model/safetensors.h"
+#include "linformer/model/weights_file.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+namespace linformer {
+
+namespace fs = std::filesystem;
+
+void to_json(nlohmann::json& j, const TrainingState& s) {
+  j = {{"update", s.update},
+       {"micro_step", s.micro_step},
+       {"tokens", s.tokens},
+       {"epoch", s.epoch},
+       {"position", s.position},
+       {"elapsed_seconds", s.elapsed_seconds},
+       // JSON has no infinity: no validation yet is written as null.
+       {"best_valid_loss", std::isfinite(s.best_valid_loss) ? nlohmann::json(s.best_valid_loss) : nlohmann::json()},
+       {"best_update", s.best_update},
+       {"validations_since_best", s.validations_since_best},
+       {"recipe_hash", s.recipe_hash}};
+}
+
+void from_json(const nlohmann::json& j, TrainingState& s) {
+  s.update = j.at("update").get<int64_t>();
+  s.micro_step = j.at("micro_step").get<int64_t>();
+  s.tokens = j.at("tokens").get<int64_t>();
+  s.epoch = j.at("epoch").get<uint64_t>();
+  s.position = j.at("position").get<uint64_t>();
+  s.elapsed_seconds = j.at("elapsed_seconds").get<double>();
+  s.best_valid_loss = j.at("best_valid_loss").is_null() ? std::numeric_limits<double>::infinity()
+                                                        : j.at("best_valid_loss").get<double>();
+  s.best_update = j.at("best_update").get<int64_t>();
+  s.validations_since_best = j.at("validations_since_best").get<int>();
+  s.recipe_hash = j.at("recipe_hash").get<std::string>();
+}
+
+namespace {
+
+std::string crc32_of(const std::string& bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  // zlib's length is a uInt: feed large files in pieces.
+  for (size_t i = 0; i < bytes.size(); i += 1u << 30) {
+    const size_t len = std::min<size_t>(bytes.size() - i, 1u << 30);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + i), static_cast<uInt>(len));
+  }
+  return fmt::format("{:08x}", crc);
+}
+
+void save_moments(const std::string& path, const Parameters& params, const AdamW& optimizer) {
+  std::vector<safetensors::TensorToWrite> tensors;
+  const auto& layout = params.values().layout();
+  for (const char* which : {"m", "v"}) {
+    const Arena<float>& arena = which[0] == 'm' ? optimizer.first_moment() : optimizer.second_moment();
+    for (const auto& p : params.table()) {
+      std::vector<int64_t> shape;
+      for (int d = 0; d < p.shape.rank(); ++d) shape.push_back(p.shape[d]);
+      tensors.push_back({std::string(which) + "." + p.name, safetensors::DType::F32, shape,
+                         arena.data() + layout.entry(layout.index_of(p.name)).offset});
+    }
+  }
+  safetensors::write(path, tensors, {{"format", "linformer-adamw"}, {"steps", std::to_string(optimizer.steps())}});
+}
+
+void load_moments(const std::string& path, const Parameters& params, AdamW& optimizer) {
+  const auto file = safetensors::File::read(path);
+  const auto& layout = params.values().layout();
+  for (const char* which : {"m", "v"}) {
+    const Arena<float>& arena = which[0] == 'm' ? optimizer.first_moment() : optimizer.second_moment();
+    for (const auto& p : params.table()) {
+      const std::string name = std::string(which) + "." + p.name;
+      const auto& info = file.info(name);
+      if (info.dtype != safetensors::DType::F32 || info.numel() != p.shape.numel())
+        LF_FAIL("{}: tensor '{}' does not match the model ({} values expected)", path, name, p.shape.numel());
+      std::memcpy(arena.data() + layout.entry(layout.index_of(p.name)).offset, file.data(name),
+                  static_cast<size_t>(p.shape.numel()) * sizeof(float));
+    }
+  }
+  auto steps = file.metadata().find("steps");
+  if (steps == file.metadata().end()) LF_FAIL("{}: __metadata__ has no 'steps'", path);
+  optimizer.set_steps(std::stoll(steps->second));
+}
+
+void fsync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+std::string write_checkpoint(const std::string& checkpoints_dir, const Parameters& params, const AdamW& optimizer,
+                             const TrainingState& state, const std::string& resolved_recipe) {
+  const std::string final_path = (fs::path(checkpoints_dir) / fmt::format("checkpoint_{:08d}", state.update)).string();
+  const std::string tmp = fmt::format("{}.tmp.{}", final_path, ::getpid());
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec) LF_FAIL("cannot create checkpoint directory '{}': {}", tmp, ec.message());
+
+  const std::string model = (fs::path(tmp) / "model.safetensors").string();
+  const std::string moments = (fs::path(tmp) / "optimizer.safetensors").string();
+  save_weights(model, params);
+  save_moments(moments, params, optimizer);
+  nlohmann::json meta = {{"format", "linformer-checkpoint"},
+                         {"format_version", kCheckpointFormatVersion},
+                         {"state", state},
+                         {"model", params.spec()},
+                         {"files", {{"model.safetensors", crc32_of(read_file(model))},
+                                    {"optimizer.safetensors", crc32_of(read_file(moments))}}},
+                         {"recipe", resolved_recipe}};
+  write_file_atomic((fs::path(tmp) / "state.json").string(), meta.dump(2) + "\n");
+  write_file_atomic((fs::path(tmp) / "DONE").string(), "complete\n");
+  fsync_path(tmp);
+  fs::remove_all(final_path, ec);  // a stale checkpoint of the same update (a replayed run)
+  commit_rename(tmp, final_path);
+  return final_path;
+}
+
+namespace {
+nlohmann::json read_meta(const std::string& path) {
+  if (!fs::exists(fs::path(path) / "DONE")) LF_FAIL("checkpoint '{}' is incomplete (no DONE marker)", path);
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(read_file((fs::path(path) / "state.json").string()));
+  } catch (const nlohmann::json::exception& e) {
+    LF_FAIL("{}/state.json: {}", path, e.what());
+  }
+  if (meta.value("format", "") != "linformer-checkpoint") LF_FAIL("{}: not a linformer checkpoint", path);
+  if (meta.value("format_version", 0) != kCheckpointFormatVersion)
+    LF_FAIL("{}: checkpoint format version {} is not supported (expected {})", path, meta.value("format_version", 0),
+            kCheckpointFormatVersion);
+  return meta;
+}
+}  // namespace
+
+TrainingState read_checkpoint(const std::string& path, Parameters& params, AdamW* optimizer) {
+  const nlohmann::json meta = read_meta(path);
+  for (const auto& [file, crc] : meta.at("files").items()) {
+    const std::string full = (fs::path(path) / file).string();
+    const std::string actual = crc32_of(read_file(full));
+    if (actual != crc.get<std::string>())
+      LF_FAIL("{}: checksum mismatch (crc32 {} stored, {} found): the file is corrupt", full, crc.get<std::string>(),
+              actual);
+  }
+  load_weights((fs::path(path) / "model.safetensors").string(), params);
+  if (optimizer) load_moments((fs::path(path) / "optimizer.safetensors").string(), params, *optimizer);
+  try {
+    return meta.at("state").get<TrainingState>();
+  } catch (const nlohmann::json::exception& e) {
+    LF_FAIL("{}/state.json: state: {}", path, e.what());
+  }
+}
+
+std::string checkpoint_recipe(const std::string& path) { return read_meta(path).at("recipe").get<std::string>(); }
+
+std::vector<CheckpointInfo> list_checkpoints(const std::string& checkpoints_dir) {
+  std::vector<CheckpointInfo> out;
+  std::error_code ec;
+  if (!fs::is_directory(checkpoints_dir, ec)) return out;
+  for (const auto& entry : fs::directory_iterator(checkpoints_dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("checkpoint_", 0) != 0 || name.find(".tmp") != std::string::npos) continue;
+    if (!fs::exists(entry.path() / "DONE")) continue;
+    try {
+      out.push_back({entry.path().string(), std::stoll(name.substr(11))});
+    } catch (const std::exception&) {
+      continue;  // not one of ours
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.update < b.update; });
+  return out;
+}
+
+}  // namespace linformer

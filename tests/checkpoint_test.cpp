@@ -1,0 +1,107 @@
+#include "linformer/core/fs.h"
+#include "linformer/train/checkpoint.h"
+#include "model_test_util.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+namespace linformer {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+struct Fixture {
+  ModelSpec spec = testing::tiny_spec();
+  Parameters params{spec};
+  config::OptimConfig optim = config::Recipe().optim;
+  AdamW adam{params, optim};
+  Fixture() {
+    params.initialize(3);
+    Rng rng(4);
+    for (int step = 0; step < 2; ++step) {
+      for (size_t i = 0; i < params.grads().numel(); ++i) params.grads().data()[i] = rng.normal();
+      adam.step(1e-3);
+    }
+  }
+};
+
+TEST(Checkpoint, RoundTripsParametersMomentsAndState) {
+  testing::TempDir dir;
+  Fixture a;
+  TrainingState state;
+  state.update = 42;
+  state.micro_step = 84;
+  state.tokens = 12345;
+  state.epoch = 2;
+  state.position = 7;
+  state.elapsed_seconds = 3.5;
+  state.best_valid_loss = 4.25;
+  state.best_update = 40;
+  state.validations_since_best = 1;
+  state.recipe_hash = "abc";
+  const std::string path = write_checkpoint(dir.path().string(), a.params, a.adam, state, "seed = 1\n");
+  EXPECT_EQ(fs::path(path).filename(), "checkpoint_00000042");
+
+  Fixture b;  // other values everywhere until loaded
+  b.params.initialize(9);
+  b.adam.reset();
+  const TrainingState read = read_checkpoint(path, b.params, &b.adam);
+  EXPECT_EQ(nlohmann::json(read), nlohmann::json(state));
+  EXPECT_EQ(0, std::memcmp(a.params.values().data(), b.params.values().data(), a.params.values().layout().bytes()));
+  EXPECT_EQ(0, std::memcmp(a.adam.first_moment().data(), b.adam.first_moment().data(), a.params.values().layout().bytes()));
+  EXPECT_EQ(0, std::memcmp(a.adam.second_moment().data(), b.adam.second_moment().data(), a.params.values().layout().bytes()));
+  EXPECT_EQ(b.adam.steps(), 2);
+  EXPECT_EQ(checkpoint_recipe(path), "seed = 1\n");
+}
+
+TEST(Checkpoint, NoValidationYetRoundTrips) {
+  testing::TempDir dir;
+  Fixture a;
+  const std::string path = write_checkpoint(dir.path().string(), a.params, a.adam, TrainingState{}, "");
+  const TrainingState read = read_checkpoint(path, a.params, nullptr);
+  EXPECT_TRUE(std::isinf(read.best_valid_loss));
+}
+
+TEST(Checkpoint, CorruptionAndIncompleteCheckpointsAreRefused) {
+  testing::TempDir dir;
+  Fixture a;
+  TrainingState s;
+  s.update = 1;
+  const std::string first = write_checkpoint(dir.path().string(), a.params, a.adam, s, "");
+  s.update = 2;
+  const std::string second = write_checkpoint(dir.path().string(), a.params, a.adam, s, "");
+  // A crash mid-write leaves a temporary directory and maybe a directory without DONE.
+  fs::create_directories(dir.path() / "checkpoint_00000003.tmp.999");
+  fs::create_directories(dir.path() / "checkpoint_00000004");
+  const auto listed = list_checkpoints(dir.path().string());
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].update, 1);
+  EXPECT_EQ(listed[1].update, 2);
+
+  Fixture b;
+  try {
+    read_checkpoint((dir.path() / "checkpoint_00000004").string(), b.params, &b.adam);
+    FAIL() << "an incomplete checkpoint was read";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("incomplete"));
+  }
+  // Flip one byte of the model file.
+  const std::string model = second + "/model.safetensors";
+  std::string bytes = read_file(model);
+  bytes[bytes.size() - 3] ^= 0x40;
+  write_file_atomic(model, bytes);
+  try {
+    read_checkpoint(second, b.params, &b.adam);
+    FAIL() << "a corrupt checkpoint was read";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("checksum mismatch"));
+  }
+  EXPECT_NO_THROW(read_checkpoint(first, b.params, &b.adam));
+}
+
+}  // namespace
+}  // namespace linformer
