@@ -1,0 +1,40 @@
+#pragma once
+// metrics.csv and metrics.jsonl in the run directory: one row per logged training
+// step and per validation. Resuming from the checkpoint of update U first drops the
+// rows after U (written after that checkpoint by the interrupted run, and about to be
+// produced again), then appends: earlier rows are never lost or duplicated.
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+namespace linformer {
+
+struct MetricsRow {
+  std::string kind;  // "train" or "valid"
+  int64_t update = 0;
+  int64_t tokens = 0;
+  uint64_t epoch = 0;
+  double lr = 0;
+  double loss = 0;        // nats per masked token
+  double perplexity = 0;  // exp(loss)
+  double accuracy = 0;    // masked tokens predicted right
+  double grad_norm = 0;   // train rows
+  double tokens_per_second = 0;
+  double elapsed_seconds = 0;
+};
+
+class MetricsLog {
+ public:
+  // Opens (creating) run_dir/metrics.{csv,jsonl}; keeps only rows with update ≤ keep_until.
+  MetricsLog(const std::string& run_dir, int64_t keep_until);
+  void append(const MetricsRow& row);
+  std::string csv_path() const { return csv_path_; }
+  std::string jsonl_path() const { return jsonl_path_; }
+
+ private:
+  std::string csv_path_, jsonl_path_;
+  std::ofstream csv_, jsonl_;
+};
+
+}  // namespace linformer

@@ -1,0 +1,57 @@
+#include "linformer/core/fs.h"
+#include "linformer/train/metrics_log.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+namespace linformer {
+namespace {
+
+std::vector<std::string> lines(const std::string& path) {
+  std::istringstream in(read_file(path));
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+MetricsRow row(const char* kind, int64_t update) {
+  MetricsRow r;
+  r.kind = kind;
+  r.update = update;
+  r.loss = 2.0;
+  r.perplexity = 7.389056;
+  return r;
+}
+
+TEST(MetricsLog, ResumeDropsRowsAfterTheCheckpointAndAppends) {
+  testing::TempDir dir;
+  {
+    MetricsLog log(dir.path().string(), 0);
+    for (int64_t u : {10, 20, 30}) log.append(row("train", u));
+    log.append(row("valid", 20));
+    log.append(row("valid", 30));
+  }
+  {
+    // The run resumes from the checkpoint of update 20: rows of 30 are about to come again.
+    MetricsLog log(dir.path().string(), 20);
+    log.append(row("train", 30));
+    log.append(row("valid", 30));
+  }
+  const auto csv = lines(dir.path().string() + "/metrics.csv");
+  ASSERT_EQ(csv.size(), 6u);  // header + 10, 20, valid 20, 30, valid 30
+  EXPECT_EQ(csv[0].rfind("kind,update,tokens", 0), 0u);
+  EXPECT_EQ(csv[1].rfind("train,10,", 0), 0u);
+  EXPECT_EQ(csv[3].rfind("valid,20,", 0), 0u);
+  EXPECT_EQ(csv[4].rfind("train,30,", 0), 0u);
+  EXPECT_EQ(csv[5].rfind("valid,30,", 0), 0u);
+  const auto jsonl = lines(dir.path().string() + "/metrics.jsonl");
+  ASSERT_EQ(jsonl.size(), 5u);
+  EXPECT_EQ(nlohmann::json::parse(jsonl[4]).at("kind"), "valid");
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(jsonl[0]).at("perplexity").get<double>(), 7.389056);
+}
+
+}  // namespace
+}  // namespace linformer
