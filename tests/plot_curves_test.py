@@ -1,0 +1,39 @@
+"""scripts/plot_curves.py draws PNG and SVG from metrics.jsonl and fails clearly without data."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "plot_curves.py")
+
+
+class PlotCurves(unittest.TestCase):
+    def test_writes_png_and_svg(self):
+        with tempfile.TemporaryDirectory() as d:
+            for name, base in (("linformer_k64", 60.0), ("transformer", 50.0)):
+                run = os.path.join(d, name)
+                os.makedirs(run)
+                with open(os.path.join(run, "metrics.jsonl"), "w") as f:
+                    for u in (100, 200, 300):
+                        f.write(json.dumps({"kind": "train", "update": u, "tokens": u * 4096, "perplexity": base * 2 / u ** 0.3}) + "\n")
+                        f.write(json.dumps({"kind": "valid", "update": u, "tokens": u * 4096, "perplexity": base / u ** 0.3}) + "\n")
+            out = os.path.join(d, "plots", "curves")
+            r = subprocess.run([sys.executable, SCRIPT, os.path.join(d, "linformer_k64"), os.path.join(d, "transformer"),
+                                "--out", out, "--train"], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for ext in ("png", "svg"):
+                self.assertGreater(os.path.getsize(f"{out}.{ext}"), 1000)
+            with open(out + ".png", "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_missing_metrics_is_an_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = subprocess.run([sys.executable, SCRIPT, d], capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("metrics.jsonl not found", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
