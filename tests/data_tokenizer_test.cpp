@@ -4,6 +4,7 @@
 #include "linformer/core/fs.h"
 #include "linformer/core/rng.h"
 #include "linformer/data/tokenizer.h"
+#include "data_test_corpus.h"
 #include "test_util.h"
 
 #include <gmock/gmock.h>
@@ -17,26 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Sentences of 4-12 words drawn from 300 made-up words of 2-4 syllables.
-std::vector<std::string> synthetic_sentences(int count, uint64_t seed) {
-  const char* syllables[] = {"ka", "lo", "mi", "ne", "tru", "sa", "vo", "ri", "pel", "dun", "ex", "qua"};
-  std::vector<std::string> words;
-  Rng word_rng(12345);
-  for (int i = 0; i < 300; ++i) {
-    std::string w;
-    for (uint64_t k = 0, n = 2 + word_rng.below(3); k < n; ++k) w += syllables[word_rng.below(12)];
-    words.push_back(w);
-  }
-  Rng rng(seed);
-  std::vector<std::string> out;
-  for (int s = 0; s < count; ++s) {
-    std::string sentence;
-    const int n = 4 + static_cast<int>(rng.below(9));
-    for (int w = 0; w < n; ++w) sentence += (w ? " " : "") + words[rng.below(words.size())];
-    out.push_back(sentence + ".");
-  }
-  return out;
-}
+using testing::synthetic_sentences;
 
 void expect_special_ids(const Tokenizer& t) {
   EXPECT_EQ(t.piece(0), "<pad>");
