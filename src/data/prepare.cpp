@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <memory>
 
 namespace linformer::data {
@@ -32,7 +33,7 @@ constexpr const char* kModelFile = "spm.model";
 constexpr uint64_t kTokenizerSampleStream = 0x544F4B53414D50ull;  // "TOKSAMP"
 // Documents are encoded in chunks of about this much text: enough work for every
 // thread, small enough to keep memory flat.
-constexpr uint64_t kChunkTextBytes = 8u << 20;
+constexpr uint64_t kChunkTextBytes = 2u << 20;
 constexpr size_t kChunkDocuments = 8192;
 
 std::string shard_file(Split s) { return std::string(split_name(s)) + ".bin"; }
@@ -255,11 +256,24 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
   {
     CorpusReader reader(corpus_options);
     Progress progress("encoding", reader.total_file_bytes());
-    std::vector<Document> chunk;
+    // Reads the next chunk of documents (false when the corpus is exhausted).
+    auto read_chunk = [&reader](std::vector<Document>& chunk) {
+      chunk.clear();
+      uint64_t bytes = 0;
+      Document doc;
+      while (bytes < kChunkTextBytes && chunk.size() < kChunkDocuments && reader.next(doc)) {
+        for (const auto& s : doc.sentences) bytes += s.size();
+        chunk.push_back(std::move(doc));
+      }
+      return !chunk.empty();
+    };
+    std::vector<Document> chunk, next_chunk;
     std::vector<std::vector<int32_t>> ids;
-    uint64_t chunk_bytes = 0;
     int64_t next_index = 0;  // corpus index of chunk[0]
-    auto flush = [&] {
+    bool more = read_chunk(chunk);
+    while (more) {
+      // Reading (decompression, JSON, UTF-8 checks) of the next chunk overlaps encoding of this one.
+      auto reading = std::async(std::launch::async, [&] { return read_chunk(next_chunk); });
       const EncodeCounts counts = encode_documents(tokenizer, chunk, ids);
       summary.tokens += counts.tokens;
       summary.unknown_tokens += counts.unknown;
@@ -274,19 +288,10 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
         c.tokens += static_cast<int64_t>(ids[i].size());
       }
       next_index += static_cast<int64_t>(chunk.size());
-      chunk.clear();
-      chunk_bytes = 0;
-    };
-    Document doc;
-    while (reader.next(doc)) {
-      for (const auto& s : doc.sentences) chunk_bytes += s.size();
-      chunk.push_back(std::move(doc));
-      if (chunk_bytes >= kChunkTextBytes || chunk.size() >= kChunkDocuments) {
-        flush();
-        progress.update(reader.file_bytes_done());
-      }
+      more = reading.get();
+      std::swap(chunk, next_chunk);
+      progress.update(reader.file_bytes_done());
     }
-    flush();
     progress.finish();
     if (next_index != documents)
       LF_FAIL("the corpus changed while it was being prepared: {} documents, then {}", documents, next_index);
