@@ -63,7 +63,7 @@ TEST(Cli, MisspeltKeyFailsWithFileKeyAndSuggestion) {
 }
 
 TEST(Cli, UnimplementedCommandsSaySoAndExitWithThree) {
-  for (const char* command : {"prepare --recipe recipes/ci/tiny.toml", "train --recipe recipes/ci/tiny.toml",
+  for (const char* command : {"train --recipe recipes/ci/tiny.toml",
                               "eval --checkpoint somewhere", "bench attention"}) {
     const auto r = run_linformer(command);
     EXPECT_EQ(r.exit_code, 3) << command << ": " << r.output;

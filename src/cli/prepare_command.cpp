@@ -1,6 +1,8 @@
 #include "commands.h"
 #include "linformer/config/recipe_loader.h"
-#include "linformer/core/check.h"
+#include "linformer/data/prepare.h"
+
+#include <omp.h>
 
 #include <memory>
 
@@ -15,9 +17,10 @@ void add_prepare_command(CLI::App& app) {
       "(paths and sizes from the recipe's [data] section).");
   args->add_to(*cmd);
   cmd->add_flag("--force", *force, "Redo every step even if its outputs are up to date");
-  cmd->callback([args] {
-    config::load_recipe(args->path, args->overrides);  // reject a bad recipe before anything else
-    throw NotImplemented("linformer prepare");
+  cmd->callback([args, force] {
+    const config::Recipe recipe = config::load_recipe(args->path, args->overrides);
+    if (recipe.threads > 0) omp_set_num_threads(recipe.threads);
+    data::log_prepare_summary(data::prepare_data(recipe, *force));
   });
 }
 

@@ -1,0 +1,45 @@
+#pragma once
+// `linformer prepare`: corpus → tokenizer → token shards → splits, in data.prepared_dir:
+//   spm.model                        the SentencePiece model (trained, or a copy of data.tokenizer_model)
+//   train.bin, valid.bin, test.bin   token shards (data/shard.h)
+//   meta.json                        special ids, vocabulary, counts, the cache key; written last
+// Everything is built in a temporary directory beside the target and renamed into
+// place at the end, so a failed or interrupted run leaves the old state (or none).
+
+#include "linformer/config/recipe.h"
+#include "linformer/data/split.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace linformer::data {
+
+inline constexpr int kPreparedVersion = 1;
+
+struct SplitCounts {
+  int64_t documents = 0;
+  int64_t tokens = 0;
+};
+
+struct PrepareSummary {
+  bool reused = false;  // an up-to-date prepared_dir was found; nothing was redone
+  std::string dir;
+  std::string key;      // hash of the data settings and the corpus files' paths, sizes and mtimes
+  int64_t files = 0, documents = 0, sentences = 0, tokens = 0, unknown_tokens = 0, invalid_utf8 = 0;
+  uint64_t file_bytes = 0, text_bytes = 0, output_bytes = 0;
+  std::array<SplitCounts, 3> splits{};  // indexed by Split
+  int vocab_size = 0;
+  double seconds = 0, encode_seconds = 0;
+};
+
+// Runs (or reuses) the preparation; throws linformer::Error for bad input.
+PrepareSummary prepare_data(const config::Recipe& recipe, bool force);
+
+// Logs the summary: documents, tokens, unknown-token rate, bytes, time, MB/s.
+void log_prepare_summary(const PrepareSummary& summary);
+
+// The cache key of a recipe's data preparation (lists the corpus files; reads none).
+std::string prepare_key(const config::Recipe& recipe);
+
+}  // namespace linformer::data

@@ -1,0 +1,178 @@
+#include "linformer/data/corpus.h"
+
+#include "linformer/core/check.h"
+#include "linformer/data/utf8.h"
+
+#include <nlohmann/json.hpp>
+
+namespace linformer::data {
+
+using config::CorpusFormat;
+
+namespace {
+
+bool is_blank(std::string_view line) { return line.find_first_not_of(" \t\f\v\r") == std::string_view::npos; }
+
+std::string where(const LineReader& r) { return r.path() + ":" + std::to_string(r.line_number()); }
+
+// Appends `raw` as a sentence, normalised to valid UTF-8.
+void add_sentence(std::string_view raw, Document& doc, CorpusStats& stats) {
+  std::string s;
+  s.reserve(raw.size());
+  stats.invalid_utf8 += append_valid_utf8(raw, s);
+  stats.text_bytes += s.size();
+  doc.sentences.push_back(std::move(s));
+}
+
+}  // namespace
+
+class CorpusReader::Parser {
+ public:
+  virtual ~Parser() = default;
+  // Fills `doc` (cleared by the caller) with the file's next document; false at the file's end.
+  virtual bool next(LineReader& in, Document& doc, CorpusStats& stats) = 0;
+};
+
+namespace {
+
+class TextParser : public CorpusReader::Parser {
+ public:
+  explicit TextParser(bool document_per_line) : document_per_line_(document_per_line) {}
+  bool next(LineReader& in, Document& doc, CorpusStats& stats) override {
+    std::string_view line;
+    while (in.next(line)) {
+      if (is_blank(line)) {
+        if (!doc.sentences.empty()) return true;
+        continue;
+      }
+      if (doc.sentences.empty()) doc.source = where(in);
+      add_sentence(line, doc, stats);
+      if (document_per_line_) return true;
+    }
+    return !doc.sentences.empty();  // a file end also ends a document
+  }
+
+ private:
+  bool document_per_line_;
+};
+
+class JsonLinesParser : public CorpusReader::Parser {
+ public:
+  explicit JsonLinesParser(std::string field) : field_(std::move(field)) {}
+  bool next(LineReader& in, Document& doc, CorpusStats& stats) override {
+    std::string_view line;
+    while (in.next(line)) {
+      if (is_blank(line)) continue;
+      // nlohmann::json rejects invalid UTF-8, so normalise the raw line first.
+      clean_.clear();
+      stats.invalid_utf8 += append_valid_utf8(line, clean_);
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(clean_);
+      } catch (const nlohmann::json::exception& e) {
+        LF_FAIL("{}: invalid JSON line: {}", where(in), e.what());
+      }
+      if (!j.is_object()) LF_FAIL("{}: JSON line is not an object", where(in));
+      const auto it = j.find(field_);
+      if (it == j.end())
+        LF_FAIL("{}: JSON line has no \"{}\" field (set data.json_text_field to the field that holds the text)",
+                where(in), field_);
+      if (!it->is_string()) LF_FAIL("{}: JSON field \"{}\" is not a string", where(in), field_);
+      const std::string& text = it->get_ref<const std::string&>();
+      doc.source = where(in);
+      size_t begin = 0;
+      while (begin <= text.size()) {
+        size_t end = text.find('\n', begin);
+        if (end == std::string::npos) end = text.size();
+        std::string_view s(text.data() + begin, end - begin);
+        if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
+        if (!is_blank(s)) add_sentence(s, doc, stats);  // already valid: counts nothing twice
+        begin = end + 1;
+      }
+      if (!doc.sentences.empty()) return true;  // documents with empty text are skipped
+    }
+    return false;
+  }
+
+ private:
+  std::string field_;
+  std::string clean_;
+};
+
+class WikiExtractorParser : public CorpusReader::Parser {
+ public:
+  bool next(LineReader& in, Document& doc, CorpusStats& stats) override {
+    std::string_view line;
+    bool inside = false;
+    while (in.next(line)) {
+      if (line.substr(0, 5) == "<doc " || line == "<doc>") {
+        inside = true;
+        doc.source = where(in);
+        continue;
+      }
+      if (line == "</doc>") {
+        inside = false;
+        if (!doc.sentences.empty()) return true;
+        continue;
+      }
+      if (inside && !is_blank(line)) add_sentence(line, doc, stats);
+    }
+    return !doc.sentences.empty();  // an unclosed last <doc> still counts
+  }
+};
+
+std::unique_ptr<CorpusReader::Parser> make_parser(CorpusFormat format, const CorpusOptions& o) {
+  switch (format) {
+    case CorpusFormat::jsonl: return std::make_unique<JsonLinesParser>(o.json_text_field);
+    case CorpusFormat::wikiextractor: return std::make_unique<WikiExtractorParser>();
+    case CorpusFormat::text:
+    case CorpusFormat::automatic: break;
+  }
+  return std::make_unique<TextParser>(o.document_per_line);
+}
+
+}  // namespace
+
+CorpusOptions CorpusOptions::from(const config::DataConfig& data) {
+  CorpusOptions o;
+  o.inputs = data.corpus;
+  o.format = data.format;
+  o.document_per_line = data.document_per_line;
+  o.json_text_field = data.json_text_field;
+  return o;
+}
+
+CorpusReader::CorpusReader(CorpusOptions options)
+    : options_(std::move(options)), files_(list_corpus_files(options_.inputs, options_.format)) {
+  for (const auto& f : files_) total_file_bytes_ += f.size;
+}
+
+CorpusReader::~CorpusReader() = default;
+
+uint64_t CorpusReader::file_bytes_done() const {
+  return finished_file_bytes_ + (reader_ ? reader_->file_offset() : 0);
+}
+
+bool CorpusReader::next(Document& doc) {
+  doc.sentences.clear();
+  doc.source.clear();
+  for (;;) {
+    if (!reader_) {
+      if (next_file_ == files_.size()) return false;
+      const CorpusFile& f = files_[next_file_++];
+      reader_ = std::make_unique<LineReader>(f.path);
+      parser_ = make_parser(f.format, options_);
+      ++stats_.files;
+    }
+    if (parser_->next(*reader_, doc, stats_)) {
+      ++stats_.documents;
+      stats_.sentences += static_cast<int64_t>(doc.sentences.size());
+      return true;
+    }
+    finished_file_bytes_ += files_[next_file_ - 1].size;
+    reader_.reset();
+    parser_.reset();
+  }
+}
+
+}  // namespace linformer::data

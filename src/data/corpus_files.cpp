@@ -1,0 +1,100 @@
+#include "linformer/data/corpus_files.h"
+
+#include "linformer/core/check.h"
+#include "linformer/data/line_reader.h"
+
+#include <glob.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace linformer::data {
+
+namespace fs = std::filesystem;
+using config::CorpusFormat;
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_hidden(const fs::path& p) {
+  const std::string name = p.filename().string();
+  return !name.empty() && name[0] == '.';
+}
+
+CorpusFile describe(const std::string& path, CorpusFormat format) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) LF_FAIL("corpus file '{}' does not exist", path);
+  CorpusFile f;
+  f.path = path;
+  f.size = static_cast<uint64_t>(st.st_size);
+  f.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  f.format = format == CorpusFormat::automatic ? detect_format(path) : format;
+  return f;
+}
+
+void add_path(const std::string& path, CorpusFormat format, std::vector<CorpusFile>& out) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    std::vector<std::string> files;
+    auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink, ec);
+    if (ec) LF_FAIL("cannot list corpus directory '{}': {}", path, ec.message());
+    for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (ec) LF_FAIL("cannot list corpus directory '{}': {}", path, ec.message());
+      if (is_hidden(it->path())) {
+        if (it->is_directory()) it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file()) files.push_back(it->path().string());
+    }
+    if (files.empty()) LF_FAIL("corpus directory '{}' contains no files", path);
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) out.push_back(describe(f, format));
+    return;
+  }
+  if (!fs::exists(path, ec)) LF_FAIL("corpus path '{}' does not exist", path);
+  out.push_back(describe(path, format));
+}
+
+}  // namespace
+
+std::vector<CorpusFile> list_corpus_files(const std::vector<std::string>& inputs, CorpusFormat format) {
+  LF_CHECK(!inputs.empty(), "no corpus given");
+  std::vector<CorpusFile> files;
+  for (const std::string& input : inputs) {
+    if (input.find_first_of("*?[") == std::string::npos) {
+      add_path(input, format, files);
+      continue;
+    }
+    glob_t g{};
+    const int rc = ::glob(input.c_str(), GLOB_ERR, nullptr, &g);
+    std::vector<std::string> matches(g.gl_pathv, g.gl_pathv + g.gl_pathc);  // glob sorts them
+    globfree(&g);
+    if (rc == GLOB_NOMATCH || matches.empty()) LF_FAIL("corpus pattern '{}' matches no files", input);
+    if (rc != 0) LF_FAIL("cannot expand corpus pattern '{}'", input);
+    for (const auto& m : matches) add_path(m, format, files);
+  }
+  return files;
+}
+
+CorpusFormat detect_format(const std::string& path) {
+  if (ends_with(path, ".jsonl") || ends_with(path, ".json") || ends_with(path, ".jsonl.gz") ||
+      ends_with(path, ".json.gz"))
+    return CorpusFormat::jsonl;
+  LineReader reader(path);
+  std::string_view line;
+  for (int i = 0; i < 100 && reader.next(line); ++i) {
+    const size_t first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos) continue;
+    line.remove_prefix(first);
+    if (line.substr(0, 1) == "{") return CorpusFormat::jsonl;
+    if (line.substr(0, 4) == "<doc") return CorpusFormat::wikiextractor;
+    return CorpusFormat::text;
+  }
+  return CorpusFormat::text;
+}
+
+}  // namespace linformer::data

@@ -1,0 +1,354 @@
+#include "linformer/data/prepare.h"
+
+#include "linformer/core/check.h"
+#include "linformer/core/fs.h"
+#include "linformer/core/progress.h"
+#include "linformer/core/rng.h"
+#include "linformer/core/version.h"
+#include "linformer/data/corpus.h"
+#include "linformer/data/encoder.h"
+#include "linformer/data/hash.h"
+#include "linformer/data/prepared.h"
+#include "linformer/data/shard.h"
+#include "linformer/data/tokenizer.h"
+
+#include <nlohmann/json.hpp>
+#include <omp.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <memory>
+
+namespace linformer::data {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr const char* kMetaFile = "meta.json";
+constexpr const char* kModelFile = "spm.model";
+constexpr uint64_t kTokenizerSampleStream = 0x544F4B53414D50ull;  // "TOKSAMP"
+// Documents are encoded in chunks of about this much text: enough work for every
+// thread, small enough to keep memory flat.
+constexpr uint64_t kChunkTextBytes = 2u << 20;
+constexpr size_t kChunkDocuments = 8192;
+
+std::string shard_file(Split s) { return std::string(split_name(s)) + ".bin"; }
+
+json settings_of(const config::Recipe& r) {
+  const config::DataConfig& d = r.data;
+  return {{"corpus", d.corpus},
+          {"format", std::string(config::enum_name(d.format))},
+          {"document_per_line", d.document_per_line},
+          {"json_text_field", d.json_text_field},
+          {"tokenizer", std::string(config::enum_name(d.tokenizer))},
+          {"tokenizer_model", d.tokenizer_model},
+          {"vocab_size", d.vocab_size},
+          {"tokenizer_max_sentences", d.tokenizer_max_sentences},
+          {"valid_fraction", d.valid_fraction},
+          {"test_fraction", d.test_fraction},
+          {"seed", r.seed}};
+}
+
+std::string key_of(const config::Recipe& r, const std::vector<CorpusFile>& files) {
+  json files_json = json::array();
+  for (const auto& f : files) files_json.push_back({f.path, f.size, f.mtime_ns, std::string(config::enum_name(f.format))});
+  json key = {{"version", kPreparedVersion}, {"settings", settings_of(r)}, {"files", files_json}};
+  if (!r.data.tokenizer_model.empty()) {
+    const auto model = list_corpus_files({r.data.tokenizer_model}, config::CorpusFormat::text);
+    key["tokenizer_model_file"] = {model[0].size, model[0].mtime_ns};
+  }
+  return fmt::format("{:016x}", hash64(key.dump()));
+}
+
+json summary_json(const PrepareSummary& s) {
+  json splits = json::object();
+  for (Split sp : kSplits) {
+    const SplitCounts& c = s.splits[static_cast<size_t>(sp)];
+    splits[std::string(split_name(sp))] = {{"file", shard_file(sp)}, {"documents", c.documents}, {"tokens", c.tokens}};
+  }
+  return {{"files", s.files},           {"documents", s.documents},   {"sentences", s.sentences},
+          {"tokens", s.tokens},         {"unknown_tokens", s.unknown_tokens}, {"invalid_utf8", s.invalid_utf8},
+          {"file_bytes", s.file_bytes}, {"text_bytes", s.text_bytes}, {"output_bytes", s.output_bytes},
+          {"seconds", s.seconds},       {"encode_seconds", s.encode_seconds}, {"splits", splits}};
+}
+
+PrepareSummary summary_from(const json& meta) {
+  const json& j = meta.at("summary");
+  PrepareSummary s;
+  s.key = meta.at("key").get<std::string>();
+  s.vocab_size = meta.at("tokenizer").at("vocab_size").get<int>();
+  s.files = j.at("files");
+  s.documents = j.at("documents");
+  s.sentences = j.at("sentences");
+  s.tokens = j.at("tokens");
+  s.unknown_tokens = j.at("unknown_tokens");
+  s.invalid_utf8 = j.at("invalid_utf8");
+  s.file_bytes = j.at("file_bytes");
+  s.text_bytes = j.at("text_bytes");
+  s.output_bytes = j.at("output_bytes");
+  s.seconds = j.at("seconds");
+  s.encode_seconds = j.at("encode_seconds");
+  for (Split sp : kSplits) {
+    const json& c = j.at("splits").at(std::string(split_name(sp)));
+    s.splits[static_cast<size_t>(sp)] = {c.at("documents").get<int64_t>(), c.at("tokens").get<int64_t>()};
+  }
+  return s;
+}
+
+// The summary of an up-to-date prepared_dir with this key, if there is one that opens cleanly.
+std::optional<PrepareSummary> reusable(const std::string& dir, const std::string& key) {
+  const std::string meta_path = (fs::path(dir) / kMetaFile).string();
+  if (!fs::exists(meta_path)) return std::nullopt;
+  try {
+    const PreparedData prepared = open_prepared(dir);
+    if (prepared.meta.value("key", "") != key) return std::nullopt;
+    PrepareSummary s = summary_from(prepared.meta);
+    s.reused = true;
+    s.dir = dir;
+    return s;
+  } catch (const std::exception& e) {
+    spdlog::warn("{} cannot be reused, preparing again: {}", dir, e.what());
+    return std::nullopt;
+  }
+}
+
+// Refuses to replace a directory that is not ours: prepared_dir may be mistyped.
+void check_replaceable(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return;
+  if (!fs::is_directory(dir, ec)) LF_FAIL("data.prepared_dir '{}' exists and is not a directory", dir);
+  if (fs::is_empty(dir, ec) || fs::exists(fs::path(dir) / kMetaFile, ec)) return;
+  LF_FAIL("data.prepared_dir '{}' is not empty and has no {}: not replacing a directory that prepare did not make",
+          dir, kMetaFile);
+}
+
+// A temporary directory beside the target, removed unless installed.
+class StagingDir {
+ public:
+  explicit StagingDir(const std::string& target) : target_(target) {
+    const fs::path parent = fs::path(target).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) fs::create_directories(parent, ec);
+    if (ec) LF_FAIL("cannot create '{}': {}", parent.string(), ec.message());
+    path_ = temporary_path_for(target);
+    if (!fs::create_directory(path_, ec)) LF_FAIL("cannot create '{}': {}", path_, ec ? ec.message() : "exists");
+  }
+  ~StagingDir() {
+    std::error_code ec;
+    if (!installed_) fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
+
+  // Replaces the target with this directory (the old one is renamed away first, then removed).
+  void install() {
+    std::error_code ec;
+    std::string old;
+    if (fs::exists(target_, ec)) {
+      old = temporary_path_for(target_ + ".old");
+      commit_rename(target_, old);
+    }
+    commit_rename(path_, target_);
+    installed_ = true;
+    if (!old.empty()) fs::remove_all(old, ec);
+  }
+
+ private:
+  std::string target_, path_;
+  bool installed_ = false;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+std::string prepare_key(const config::Recipe& recipe) {
+  return key_of(recipe, list_corpus_files(recipe.data.corpus, recipe.data.format));
+}
+
+PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
+  const auto start = std::chrono::steady_clock::now();
+  const config::DataConfig& d = recipe.data;
+  const CorpusOptions corpus_options = CorpusOptions::from(d);
+  const std::string key = key_of(recipe, list_corpus_files(d.corpus, d.format));
+  const std::string& out = d.prepared_dir;
+
+  if (!force) {
+    if (auto s = reusable(out, key)) {
+      spdlog::info("{} is up to date (key {}): reusing it; --force prepares again", out, key);
+      return *s;
+    }
+  }
+  check_replaceable(out);
+  StagingDir staging(out);
+  PrepareSummary summary;
+  summary.key = key;
+  summary.dir = out;
+  const uint64_t seed = static_cast<uint64_t>(recipe.seed);
+
+  // Pass 1: count the documents (the splits need the total) and sample sentences for the tokenizer.
+  const bool train_tokenizer_here = d.tokenizer_model.empty();
+  SentenceSampler sampler(d.tokenizer_max_sentences, stream_id({kTokenizerSampleStream, seed}));
+  int64_t documents = 0;
+  {
+    CorpusReader reader(corpus_options);
+    Progress progress("reading corpus", reader.total_file_bytes());
+    Document doc;
+    while (reader.next(doc)) {
+      ++documents;
+      if (train_tokenizer_here)
+        for (const auto& s : doc.sentences) sampler.add(s);
+      progress.update(reader.file_bytes_done());
+    }
+    progress.finish();
+    if (documents == 0) {
+      std::string inputs;
+      for (const auto& c : d.corpus) inputs += (inputs.empty() ? "'" : ", '") + c + "'";
+      LF_FAIL("the corpus ({} file{} from data.corpus = [{}]) contains no documents", reader.files().size(),
+              reader.files().size() == 1 ? "" : "s", inputs);
+    }
+    spdlog::info("corpus: {} files, {} documents, {} sentences, {} of text", reader.stats().files, documents,
+                 reader.stats().sentences, Progress::format_amount(static_cast<double>(reader.stats().text_bytes),
+                                                                   Progress::Unit::bytes));
+  }
+
+  // The tokenizer.
+  std::string model;
+  if (train_tokenizer_here) {
+    TokenizerTrainOptions o;
+    o.kind = d.tokenizer;
+    o.vocab_size = d.vocab_size;
+    o.threads = omp_get_max_threads();
+    o.seed = seed;
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t sampled = static_cast<int64_t>(sampler.sample().size());
+    {
+      Heartbeat heartbeat(fmt::format("training the {} tokenizer ({} pieces) on {} of {} sentences",
+                                      config::enum_name(d.tokenizer), d.vocab_size, sampled, sampler.seen()));
+      model = train_tokenizer(std::move(sampler.sample()), o);
+    }
+    spdlog::info("tokenizer: trained {} with {} pieces on {} sentences in {:.1f} s", config::enum_name(d.tokenizer),
+                 d.vocab_size, sampled, seconds_since(t0));
+  } else {
+    model = with_context(fmt::format("data.tokenizer_model '{}'", d.tokenizer_model),
+                         [&] { return read_file(d.tokenizer_model); });
+  }
+  const Tokenizer tokenizer = Tokenizer::from_serialized(
+      std::move(model), train_tokenizer_here ? std::string("the trained tokenizer") : d.tokenizer_model);
+  if (!train_tokenizer_here && tokenizer.vocab_size() != d.vocab_size)
+    spdlog::warn("{} has {} pieces; data.vocab_size = {} does not apply to a given model", d.tokenizer_model,
+                 tokenizer.vocab_size(), d.vocab_size);
+  write_file_atomic(staging.file(kModelFile), tokenizer.serialized());
+  summary.vocab_size = tokenizer.vocab_size();
+
+  // Pass 2: encode in parallel, route each document to its split's shard.
+  const SplitPlan plan(documents, d.valid_fraction, d.test_fraction, seed);
+  std::array<std::unique_ptr<ShardWriter>, 3> writers;
+  for (Split s : kSplits)
+    writers[static_cast<size_t>(s)] =
+        std::make_unique<ShardWriter>(staging.file(shard_file(s)), tokenizer.vocab_size(), tokenizer.hash());
+  const auto encode_start = std::chrono::steady_clock::now();
+  {
+    CorpusReader reader(corpus_options);
+    Progress progress("encoding", reader.total_file_bytes());
+    // Reads the next chunk of documents (false when the corpus is exhausted).
+    auto read_chunk = [&reader](std::vector<Document>& chunk) {
+      chunk.clear();
+      uint64_t bytes = 0;
+      Document doc;
+      while (bytes < kChunkTextBytes && chunk.size() < kChunkDocuments && reader.next(doc)) {
+        for (const auto& s : doc.sentences) bytes += s.size();
+        chunk.push_back(std::move(doc));
+      }
+      return !chunk.empty();
+    };
+    std::vector<Document> chunk, next_chunk;
+    std::vector<std::vector<int32_t>> ids;
+    int64_t next_index = 0;  // corpus index of chunk[0]
+    bool more = read_chunk(chunk);
+    while (more) {
+      // Reading (decompression, JSON, UTF-8 checks) of the next chunk overlaps encoding of this one.
+      auto reading = std::async(std::launch::async, [&] { return read_chunk(next_chunk); });
+      const EncodeCounts counts = encode_documents(tokenizer, chunk, ids);
+      summary.tokens += counts.tokens;
+      summary.unknown_tokens += counts.unknown;
+      for (size_t i = 0; i < chunk.size(); ++i) {
+        const int64_t index = next_index + static_cast<int64_t>(i);
+        LF_CHECK(index < documents, "the corpus changed while it was being prepared: more than {} documents now",
+                 documents);
+        const Split s = plan.of(index);
+        writers[static_cast<size_t>(s)]->add_document(ids[i]);
+        auto& c = summary.splits[static_cast<size_t>(s)];
+        ++c.documents;
+        c.tokens += static_cast<int64_t>(ids[i].size());
+      }
+      next_index += static_cast<int64_t>(chunk.size());
+      more = reading.get();
+      std::swap(chunk, next_chunk);
+      progress.update(reader.file_bytes_done());
+    }
+    progress.finish();
+    if (next_index != documents)
+      LF_FAIL("the corpus changed while it was being prepared: {} documents, then {}", documents, next_index);
+    const CorpusStats& stats = reader.stats();
+    summary.files = stats.files;
+    summary.documents = stats.documents;
+    summary.sentences = stats.sentences;
+    summary.text_bytes = stats.text_bytes;
+    summary.invalid_utf8 = stats.invalid_utf8;
+    summary.file_bytes = reader.total_file_bytes();
+  }
+  summary.encode_seconds = seconds_since(encode_start);
+  if (summary.splits[static_cast<size_t>(Split::train)].documents == 0)
+    LF_FAIL("the train split is empty: the corpus has only {} documents and valid/test fractions {} and {}", documents,
+            d.valid_fraction, d.test_fraction);
+  for (auto& w : writers) w->finish();
+  for (Split s : kSplits) summary.output_bytes += fs::file_size(staging.file(shard_file(s)));
+  summary.output_bytes += tokenizer.serialized().size();
+  summary.seconds = seconds_since(start);
+
+  // meta.json last: its presence marks a complete directory.
+  const json meta = {
+      {"format", "linformer-prepared"},
+      {"version", kPreparedVersion},
+      {"key", key},
+      {"created_by", fmt::format("linformer {} (git {})", kVersion, kGitCommit)},
+      {"tokenizer",
+       {{"file", kModelFile},
+        {"type", train_tokenizer_here ? std::string(config::enum_name(d.tokenizer)) : std::string("given")},
+        {"source", train_tokenizer_here ? std::string("trained") : d.tokenizer_model},
+        {"vocab_size", tokenizer.vocab_size()},
+        {"hash", fmt::format("{:016x}", tokenizer.hash())}}},
+      {"special_ids", {{"pad", kPadId}, {"bos", kBosId}, {"eos", kEosId}, {"unk", kUnkId}, {"mask", kMaskId}}},
+      {"settings", settings_of(recipe)},
+      {"summary", summary_json(summary)},
+  };
+  write_file_atomic(staging.file(kMetaFile), meta.dump(2) + "\n");
+  staging.install();
+  return summary;
+}
+
+void log_prepare_summary(const PrepareSummary& s) {
+  auto mb = [](double bytes) { return Progress::format_amount(bytes, Progress::Unit::bytes); };
+  const auto& train = s.splits[static_cast<size_t>(Split::train)];
+  const auto& valid = s.splits[static_cast<size_t>(Split::valid)];
+  const auto& test = s.splits[static_cast<size_t>(Split::test)];
+  spdlog::info("prepared {}{}: {} documents, {} sentences, {} tokens (vocabulary {}), unknown tokens {:.4f}%", s.dir,
+               s.reused ? " (reused)" : "", s.documents, s.sentences, s.tokens, s.vocab_size,
+               s.tokens > 0 ? 100.0 * static_cast<double>(s.unknown_tokens) / static_cast<double>(s.tokens) : 0.0);
+  spdlog::info("splits (documents / tokens): train {} / {}, valid {} / {}, test {} / {}", train.documents,
+               train.tokens, valid.documents, valid.tokens, test.documents, test.tokens);
+  spdlog::info("input {} in {} files ({} of text, {} invalid UTF-8 sequences replaced), output {}", mb(s.file_bytes),
+               s.files, mb(s.text_bytes), s.invalid_utf8, mb(s.output_bytes));
+  if (!s.reused)
+    spdlog::info("time {:.1f} s, {:.2f} MB/s of text end to end; encoding {:.1f} s, {:.2f} MB/s", s.seconds,
+                 s.seconds > 0 ? s.text_bytes / 1e6 / s.seconds : 0.0, s.encode_seconds,
+                 s.encode_seconds > 0 ? s.text_bytes / 1e6 / s.encode_seconds : 0.0);
+}
+
+}  // namespace linformer::data

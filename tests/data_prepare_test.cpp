@@ -1,0 +1,226 @@
+// `linformer prepare` end to end on a tiny made-up corpus: outputs, reuse, --force, errors.
+
+#include "data_test_corpus.h"
+#include "linformer/core/fs.h"
+#include "linformer/data/prepared.h"
+#include "linformer/data/split.h"
+#include "test_util.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <thread>
+
+namespace linformer::data {
+namespace {
+
+using testing::run_linformer;
+using testing::TempDir;
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace fs = std::filesystem;
+
+constexpr int kDocs = 40, kSentencesPerDoc = 6;
+
+// A recipe whose data section points into `dir`.
+struct PrepareEnv {
+  TempDir dir;
+  std::string corpus, out, recipe;
+  explicit PrepareEnv(const std::string& extra_data = "") {
+    corpus = dir.write("corpus/part1.txt", testing::synthetic_text(kDocs / 2, kSentencesPerDoc, 1));
+    dir.write("corpus/part2.txt", testing::synthetic_text(kDocs / 2, kSentencesPerDoc, 2));
+    out = (dir.path() / "prepared").string();
+    recipe = dir.write("r.toml", "base = \"" LINFORMER_SOURCE_DIR "/recipes/ci/tiny.toml\"\n[data]\ncorpus = [\"" +
+                                     (dir.path() / "corpus").string() + "\"]\nprepared_dir = \"" + out +
+                                     "\"\nvocab_size = 150\nvalid_fraction = 0.1\ntest_fraction = 0.1\n" + extra_data);
+  }
+  testing::CommandResult prepare(const std::string& args = "") const {
+    return run_linformer("prepare --recipe " + recipe + " " + args);
+  }
+  // Entries of `dir` other than the corpus and the recipe: what prepare left behind.
+  std::vector<std::string> leftovers() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir.path()))
+      if (e.path().filename() != "corpus" && e.path().filename() != "r.toml") names.push_back(e.path().filename());
+    return names;
+  }
+};
+
+TEST(Prepare, WritesTokenizerShardsAndMeta) {
+  PrepareEnv s;
+  const auto r = s.prepare();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(std::to_string(kDocs) + " documents"));
+  EXPECT_THAT(r.output, HasSubstr("unknown tokens"));
+  EXPECT_THAT(r.output, HasSubstr("MB/s"));
+
+  const PreparedData p = open_prepared(s.out);
+  EXPECT_EQ(p.tokenizer.vocab_size(), 150);
+  EXPECT_EQ(p.meta["special_ids"]["mask"], 4);
+  EXPECT_EQ(p.meta["special_ids"]["pad"], 0);
+  const uint64_t docs = p.train.document_count() + p.valid.document_count() + p.test.document_count();
+  EXPECT_EQ(docs, static_cast<uint64_t>(kDocs));
+  EXPECT_GE(p.valid.document_count(), 1u);
+  EXPECT_GE(p.test.document_count(), 1u);
+  EXPECT_EQ(p.meta["summary"]["documents"], kDocs);
+  EXPECT_EQ(p.meta["summary"]["sentences"], kDocs * kSentencesPerDoc);
+  EXPECT_EQ(p.meta["summary"]["tokens"],
+            p.train.token_count() + p.valid.token_count() + p.test.token_count());
+
+  // Documents keep corpus order within each split, as SplitPlan assigns them; each
+  // decodes back to its sentences, each sentence ending with </s>.
+  const SplitPlan plan(kDocs, 0.1, 0.1, 1);
+  const auto sentences1 = testing::synthetic_sentences(kDocs / 2 * kSentencesPerDoc, 1);
+  const auto sentences2 = testing::synthetic_sentences(kDocs / 2 * kSentencesPerDoc, 2);
+  std::array<uint64_t, 3> next{};
+  for (int d = 0; d < kDocs; ++d) {
+    const Split split = plan.of(d);
+    const Shard& shard = p.shard(split);
+    const uint64_t index = next[static_cast<size_t>(split)]++;
+    std::vector<int32_t> tokens(shard.document_end(index) - shard.document_begin(index));
+    shard.copy(shard.document_begin(index), shard.document_end(index), tokens.data());
+    std::vector<int> sentence;
+    int s = 0;
+    for (int32_t t : tokens) {
+      if (t != kEosId) {
+        sentence.push_back(t);
+        continue;
+      }
+      const auto& source = d < kDocs / 2 ? sentences1 : sentences2;
+      EXPECT_EQ(p.tokenizer.decode(sentence), source[(d % (kDocs / 2)) * kSentencesPerDoc + s]) << "document " << d;
+      sentence.clear();
+      ++s;
+    }
+    EXPECT_TRUE(sentence.empty()) << "the document does not end with </s>";
+    EXPECT_EQ(s, kSentencesPerDoc);
+  }
+  EXPECT_THAT(s.leftovers(), ::testing::ElementsAre("prepared"));
+}
+
+TEST(Prepare, ReusesUpToDateOutputUnlessForcedOrChanged) {
+  PrepareEnv s;
+  ASSERT_EQ(s.prepare().exit_code, 0);
+  const auto meta_time = fs::last_write_time(fs::path(s.out) / "meta.json");
+
+  auto r = s.prepare();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("up to date"));
+  EXPECT_EQ(fs::last_write_time(fs::path(s.out) / "meta.json"), meta_time);
+
+  r = s.prepare("--force");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr("up to date")));
+
+  r = s.prepare("--set data.vocab_size=160");  // another setting: another key
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr("up to date")));
+  EXPECT_EQ(open_prepared(s.out).tokenizer.vocab_size(), 160);
+
+  r = s.prepare("--set data.vocab_size=160 --set data.seq_len=32");  // blocks are cut at training time: same key
+  EXPECT_THAT(r.output, HasSubstr("up to date"));
+
+  // A corpus file that changed (size and mtime) is noticed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  s.dir.write("corpus/part2.txt", testing::synthetic_text(kDocs / 2 + 1, kSentencesPerDoc, 2));
+  r = s.prepare("--set data.vocab_size=160");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr("up to date")));
+  EXPECT_EQ(open_prepared(s.out).meta["summary"]["documents"], kDocs + 1);
+  EXPECT_THAT(s.leftovers(), ::testing::ElementsAre("prepared"));
+}
+
+TEST(Prepare, DamagedOutputIsPreparedAgain) {
+  PrepareEnv s;
+  ASSERT_EQ(s.prepare().exit_code, 0);
+  const std::string train = (fs::path(s.out) / "train.bin").string();
+  std::string bytes = read_file(train);
+  bytes[100] ^= 0x40;
+  s.dir.write("prepared/train.bin", bytes);
+  const auto r = s.prepare();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cannot be reused"));
+  EXPECT_NO_THROW(open_prepared(s.out));
+}
+
+TEST(Prepare, GivenTokenizerModelAndGzipJsonLines) {
+  PrepareEnv first;
+  ASSERT_EQ(first.prepare().exit_code, 0);
+  const std::string model = (fs::path(first.out) / "spm.model").string();
+
+  // The same documents as JSON lines, gzip-compressed, with the first run's tokenizer.
+  TempDir dir;
+  std::string jsonl;
+  for (uint64_t part : {1, 2}) {
+    const auto sentences = testing::synthetic_sentences(kDocs / 2 * kSentencesPerDoc, part);
+    for (int d = 0; d < kDocs / 2; ++d) {
+      std::string text;
+      for (int i = 0; i < kSentencesPerDoc; ++i) text += sentences[d * kSentencesPerDoc + i] + "\\n";
+      jsonl += "{\"text\": \"" + text + "\"}\n";
+    }
+  }
+  const std::string gz = (dir.path() / "corpus.jsonl.gz").string();
+  gzFile f = gzopen(gz.c_str(), "wb");
+  gzwrite(f, jsonl.data(), static_cast<unsigned>(jsonl.size()));
+  gzclose(f);
+  const std::string out = (dir.path() / "prepared").string();
+  const auto r = run_linformer("prepare --recipe " + first.recipe + " --set 'data.corpus=[\"" + gz +
+                               "\"]' --set data.prepared_dir=" + out + " --set data.tokenizer_model=" + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const PreparedData a = open_prepared(first.out), b = open_prepared(out);
+  EXPECT_EQ(a.tokenizer.hash(), b.tokenizer.hash());
+  for (Split split : kSplits) {
+    const Shard &x = a.shard(split), &y = b.shard(split);
+    ASSERT_EQ(x.token_count(), y.token_count()) << split_name(split);
+    for (uint64_t i = 0; i < x.token_count(); ++i) ASSERT_EQ(x.token(i), y.token(i)) << split_name(split) << " " << i;
+  }
+}
+
+// Each bad input: exit code 1, a message that says what is wrong, nothing written.
+TEST(PrepareErrors, BadInputLeavesNothingBehind) {
+  struct Case {
+    std::string name, set, message;
+  };
+  PrepareEnv s;
+  const std::string empty = s.dir.write("bad/empty.txt", "\n\n  \n");
+  const std::string no_text = s.dir.write("bad/no_text.jsonl", "{\"text\": \"fine\"}\n{\"title\": \"x\"}\n");
+  const std::string corrupt = s.dir.write("bad/corrupt.txt.gz", std::string("\x1f\x8b\x08\x00garbage-garbage", 19));
+  const Case cases[] = {
+      {"missing", "data.corpus=[\"" + s.dir.path().string() + "/nope.txt\"]", "nope.txt' does not exist"},
+      {"empty", "data.corpus=[\"" + empty + "\"]", "contains no documents"},
+      {"no text field", "data.corpus=[\"" + no_text + "\"]", no_text + ":2: JSON line has no \"text\" field"},
+      {"corrupt gzip", "data.corpus=[\"" + corrupt + "\"]", "corrupt gzip data"},
+      {"vocabulary too large", "data.vocab_size=20000", "Vocabulary size too high"},
+      {"missing model", "data.tokenizer_model=" + s.dir.path().string() + "/none.model", "none.model"},
+  };
+  for (const auto& c : cases) {
+    const auto r = s.prepare("--set '" + c.set + "'");
+    EXPECT_EQ(r.exit_code, 1) << c.name << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.message)) << c.name;
+    EXPECT_THAT(s.leftovers(), ::testing::ElementsAre("bad")) << c.name;
+  }
+}
+
+TEST(PrepareErrors, FailureKeepsThePreviousOutput) {
+  PrepareEnv s;
+  ASSERT_EQ(s.prepare().exit_code, 0);
+  const std::string meta = read_file((fs::path(s.out) / "meta.json").string());
+  const auto r = s.prepare("--force --set data.vocab_size=20000");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(read_file((fs::path(s.out) / "meta.json").string()), meta);
+  EXPECT_NO_THROW(open_prepared(s.out));
+  EXPECT_THAT(s.leftovers(), ::testing::ElementsAre("prepared"));
+}
+
+TEST(PrepareErrors, RefusesToReplaceAForeignDirectory) {
+  PrepareEnv s;
+  s.dir.write("prepared/precious.txt", "not ours");
+  const auto r = s.prepare();
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("not replacing a directory that prepare did not make"));
+  EXPECT_EQ(read_file((fs::path(s.out) / "precious.txt").string()), "not ours");
+}
+
+}  // namespace
+}  // namespace linformer::data
