@@ -1,6 +1,6 @@
 #include "commands.h"
 #include "linformer/config/recipe_loader.h"
-#include "linformer/core/check.h"
+#include "linformer/train/trainer.h"
 
 #include <iostream>
 #include <memory>
@@ -11,28 +11,36 @@ namespace {
 struct TrainArgs {
   RecipeArgs recipe;
   bool dump_recipe = false;
-  std::string resume;
-  std::string run_dir;
+  TrainOptions options;
 };
 }  // namespace
 
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand("train", "Pretrain a masked-language model as the recipe says.");
+  CLI::App* cmd = app.add_subcommand(
+      "train",
+      "Pretrain a masked-language model as the recipe says, on the data `linformer prepare` wrote. The run "
+      "directory receives the resolved recipe, train.log, metrics.csv/metrics.jsonl and checkpoints/. SIGINT or "
+      "SIGTERM finishes the current update, writes a checkpoint and exits.");
   args->recipe.add_to(*cmd);
   cmd->add_flag("--dump-recipe", args->dump_recipe,
                 "Print the fully resolved recipe (bases, overrides and defaults applied) as TOML and exit");
-  cmd->add_option("--resume", args->resume,
-                  "Continue a run: 'auto' (the newest complete checkpoint in the run directory) or a checkpoint "
-                  "path");
-  cmd->add_option("--run-dir", args->run_dir, "Run directory (default: runs/<recipe name>)");
+  cmd->add_option("--resume", args->options.resume,
+                  "Continue a run: 'auto' (the newest complete checkpoint in the run directory, or a fresh start if "
+                  "there is none) or a checkpoint directory");
+  cmd->add_option("--run-dir", args->options.run_dir, "Run directory (default: runs/<recipe name>)");
+  cmd->add_flag("--reset-optimizer", args->options.reset_optimizer, "On resume: start AdamW's moments afresh");
+  cmd->add_flag("--reset-schedule", args->options.reset_schedule,
+                "On resume: count updates (and the learning-rate schedule) from 0 again");
+  cmd->add_flag("--reset-data", args->options.reset_data, "On resume: read the training data from the start again");
   cmd->callback([args] {
-    const config::Recipe recipe = config::load_recipe(args->recipe.path, args->recipe.overrides);
     if (args->dump_recipe) {
-      std::cout << config::dump_recipe(recipe);
+      std::cout << config::dump_recipe(config::load_recipe(args->recipe.path, args->recipe.overrides));
       return;
     }
-    throw NotImplemented("linformer train");
+    args->options.recipe_path = args->recipe.path;
+    args->options.overrides = args->recipe.overrides;
+    run_training(args->options);
   });
 }
 

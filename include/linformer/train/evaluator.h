@@ -1,0 +1,28 @@
+#pragma once
+// Masked-LM loss, perplexity and accuracy of a model over a batcher's batches
+// (dropout off; the batcher's fixed masks make repeated evaluations comparable).
+
+#include "linformer/data/batcher.h"
+#include "linformer/model/mlm_model.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace linformer {
+
+struct EvalResult {
+  double loss_sum = 0;  // nats
+  int64_t masked = 0;
+  int64_t correct = 0;
+  int64_t batches = 0;
+  int64_t tokens = 0;  // real tokens read
+
+  double loss() const { return masked ? loss_sum / static_cast<double>(masked) : 0.0; }
+  double perplexity() const { return std::exp(loss()); }
+  double accuracy() const { return masked ? static_cast<double>(correct) / static_cast<double>(masked) : 0.0; }
+};
+
+// Batches 0 … of epoch 0 (all, or the first max_batches when > 0).
+EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches);
+
+}  // namespace linformer

@@ -1,0 +1,27 @@
+#include "linformer/train/evaluator.h"
+
+#include "linformer/train/batch_adapter.h"
+
+#include <algorithm>
+
+namespace linformer {
+
+EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches) {
+  EvalResult result;
+  const int64_t batches = max_batches > 0 ? std::min(max_batches, batcher.batches_per_epoch()) : batcher.batches_per_epoch();
+  data::Batch batch;
+  std::vector<int32_t> positions;
+  for (int64_t i = 0; i < batches; ++i) {
+    batcher.get({0, static_cast<uint64_t>(i)}, batch);
+    if (batch.targets() == 0) continue;  // nothing to predict in this batch
+    const StepResult r = model.forward(model_view(batch, positions), Pass{});
+    result.loss_sum += r.loss_sum;
+    result.masked += r.masked;
+    result.correct += r.correct;
+    ++result.batches;
+    for (int32_t length : batch.lengths) result.tokens += length;
+  }
+  return result;
+}
+
+}  // namespace linformer
