@@ -1,0 +1,173 @@
+// linformer train end to end on a small made-up corpus: exact resume, SIGTERM, gradient
+// accumulation, refused resumes, metrics.
+
+#include "data_test_corpus.h"
+#include "linformer/core/fs.h"
+#include "linformer/model/safetensors.h"
+#include "linformer/train/checkpoint.h"
+#include "linformer/train/trainer.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <sstream>
+
+namespace linformer {
+namespace {
+
+using testing::TempDir;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+// A prepared corpus shared by the tests of this file (prepare runs once per process).
+class TrainTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    dir_->write("corpus/a.txt", testing::synthetic_text(30, 8, 1));
+    dir_->write("corpus/b.txt", testing::synthetic_text(30, 8, 2));
+    recipe_ = dir_->write("tiny.toml", "base = \"" LINFORMER_SOURCE_DIR "/recipes/ci/tiny.toml\"\n"
+                                       "[data]\ncorpus = [\"" + (dir_->path() / "corpus").string() +
+                                           "\"]\nprepared_dir = \"" + (dir_->path() / "prepared").string() +
+                                           "\"\nvocab_size = 150\nseq_len = 32\nvalid_fraction = 0.1\ntest_fraction = 0.1\n"
+                                           "[model]\nk = 8\n[train]\nbatch_size = 4\n[logging]\nevery = 2\n"
+                                           "[validation]\nevery = 4\n[checkpoint]\nevery = 4\nkeep_last = 10\n");
+    const auto r = testing::run_linformer("prepare --recipe " + recipe_);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  static TrainSummary train(const std::string& run_dir, std::vector<std::string> overrides, const std::string& resume = "") {
+    TrainOptions o;
+    o.recipe_path = recipe_;
+    o.overrides = std::move(overrides);
+    o.run_dir = run_dir;
+    o.resume = resume;
+    return run_training(o);
+  }
+
+  // metrics.csv without the wall-clock columns (tokens_per_second, elapsed_seconds).
+  static std::vector<std::string> metric_rows(const std::string& run_dir) {
+    std::istringstream in(read_file(run_dir + "/metrics.csv"));
+    std::vector<std::string> rows;
+    for (std::string line; std::getline(in, line);) {
+      size_t cut = line.size();
+      for (int i = 0; i < 2; ++i) cut = line.rfind(',', cut - 1);
+      rows.push_back(line.substr(0, cut));
+    }
+    return rows;
+  }
+
+  static std::string final_weights(const std::string& run_dir) {
+    const auto all = list_checkpoints(run_dir + "/checkpoints");
+    return read_file(all.back().path + "/model.safetensors");
+  }
+
+  static TempDir* dir_;
+  static std::string recipe_;
+};
+TempDir* TrainTest::dir_ = nullptr;
+std::string TrainTest::recipe_;
+
+TEST_F(TrainTest, ResumedRunIsBitIdenticalToAStraightRun) {
+  TempDir runs;
+  const std::string straight = (runs.path() / "straight").string(), resumed = (runs.path() / "resumed").string();
+  const std::vector<std::string> dropout = {"model.dropout=0.1", "model.attention_dropout=0.1"};
+  auto with = [&](std::vector<std::string> v, const std::string& extra) {
+    v.push_back(extra);
+    return v;
+  };
+  const auto a = train(straight, with(dropout, "train.max_updates=16"));
+  train(resumed, with(dropout, "train.max_updates=8"));
+  // The interrupted run wrote rows past its last checkpoint: simulate that by resuming from update 4.
+  fs::remove_all(resumed + "/checkpoints/checkpoint_00000008");
+  const auto b = train(resumed, with(dropout, "train.max_updates=16"), "auto");
+  EXPECT_EQ(a.updates, 16);
+  EXPECT_EQ(b.updates, 16);
+  EXPECT_EQ(metric_rows(straight), metric_rows(resumed));
+  EXPECT_EQ(metric_rows(straight).size(), 1u + 8 + 4);  // header, train rows every 2, valid rows every 4
+  EXPECT_TRUE(final_weights(straight) == final_weights(resumed)) << "final weights differ";
+  EXPECT_EQ(a.valid_loss, b.valid_loss);
+}
+
+TEST_F(TrainTest, AccumulationEqualsOneBigBatch) {
+  // 4 micro-batches of 2 rows are the same blocks and masks as batches of 8 (dropout off).
+  TempDir runs;
+  const std::vector<std::string> common = {"model.dropout=0", "model.attention_dropout=0", "train.max_updates=6",
+                                           "validation.every=0", "validation.max_batches=0", "checkpoint.every=0"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto v = common;
+    v.insert(v.end(), extra.begin(), extra.end());
+    return v;
+  };
+  const auto big = train((runs.path() / "big").string(), with({"train.batch_size=8", "train.accumulation=1"}));
+  const auto acc = train((runs.path() / "acc").string(), with({"train.batch_size=2", "train.accumulation=4"}));
+  EXPECT_NEAR(big.valid_loss, acc.valid_loss, 1e-5 * big.valid_loss);
+  const auto rows_big = metric_rows((runs.path() / "big").string()), rows_acc = metric_rows((runs.path() / "acc").string());
+  ASSERT_EQ(rows_big.size(), rows_acc.size());
+  const auto wa = safetensors::File::read(list_checkpoints((runs.path() / "big/checkpoints").string()).back().path + "/model.safetensors");
+  const auto wb = safetensors::File::read(list_checkpoints((runs.path() / "acc/checkpoints").string()).back().path + "/model.safetensors");
+  double max_diff = 0;
+  for (const auto& name : wa.names()) {
+    const auto x = wa.as_doubles(name), y = wb.as_doubles(name);
+    for (size_t i = 0; i < x.size(); ++i) max_diff = std::max(max_diff, std::abs(x[i] - y[i]));
+  }
+  EXPECT_LT(max_diff, 1e-5) << "weights after 6 updates";
+}
+
+TEST_F(TrainTest, SigtermWritesACheckpointAndTheRunResumes) {
+  TempDir runs;
+  const std::string run = (runs.path() / "run").string();
+  const auto r = testing::run_command("timeout --preserve-status -s TERM 3 '" LINFORMER_BINARY "' train --recipe " +
+                                      recipe_ + " --run-dir " + run +
+                                      " --set train.max_updates=100000000 --set validation.every=0 --set checkpoint.every=0");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("interrupted by SIGTERM"));
+  EXPECT_THAT(r.output, HasSubstr("--resume auto"));
+  const auto all = list_checkpoints(run + "/checkpoints");
+  ASSERT_EQ(all.size(), 1u);
+  const int64_t stopped_at = all[0].update;
+  EXPECT_GT(stopped_at, 0);
+  const auto resumed = train(run, {"train.max_updates=" + std::to_string(stopped_at + 4)}, "auto");
+  EXPECT_EQ(resumed.updates, stopped_at + 4);
+}
+
+TEST_F(TrainTest, RefusesAnIncompatibleResumeAndAnAccidentalRestart) {
+  TempDir runs;
+  const std::string run = (runs.path() / "run").string();
+  train(run, {"train.max_updates=4"});
+  try {
+    train(run, {"train.max_updates=8", "model.d_model=64", "model.heads=4"}, "auto");
+    FAIL() << "resumed with another model shape";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("model.d_model (32 in the checkpoint, 64 now)"));
+    EXPECT_THAT(e.what(), HasSubstr("model.heads"));
+  }
+  try {
+    train(run, {"train.max_updates=8"});  // no --resume: would silently start over
+    FAIL() << "started over a run that has checkpoints";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--resume auto"));
+  }
+  // Fine-tuning style: other shape of nothing, fresh optimizer and schedule.
+  TrainOptions o;
+  o.recipe_path = recipe_;
+  o.overrides = {"train.max_updates=3"};
+  o.run_dir = run;
+  o.resume = "auto";
+  o.reset_optimizer = o.reset_schedule = o.reset_data = true;
+  EXPECT_EQ(run_training(o).updates, 3);
+}
+
+TEST_F(TrainTest, MissingPreparedDataSaysWhatToRun) {
+  TempDir runs;
+  const auto r = testing::run_linformer("train --recipe " + recipe_ + " --run-dir " + (runs.path() / "x").string() +
+                                        " --set data.prepared_dir=" + (runs.path() / "nothing").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("run `linformer prepare --recipe"));
+}
+
+}  // namespace
+}  // namespace linformer
