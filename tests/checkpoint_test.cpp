@@ -43,7 +43,7 @@ TEST(Checkpoint, RoundTripsParametersMomentsAndState) {
   state.best_update = 40;
   state.validations_since_best = 1;
   state.recipe_hash = "abc";
-  const std::string path = write_checkpoint(dir.path().string(), a.params, a.adam, state, "seed = 1\n");
+  const std::string path = write_checkpoint(dir.path().string(), a.params, a.adam, state, "seed = 1\n", "spm bytes");
   EXPECT_EQ(fs::path(path).filename(), "checkpoint_00000042");
 
   Fixture b;  // other values everywhere until loaded
@@ -55,13 +55,14 @@ TEST(Checkpoint, RoundTripsParametersMomentsAndState) {
   EXPECT_EQ(0, std::memcmp(a.adam.first_moment().data(), b.adam.first_moment().data(), a.params.values().layout().bytes()));
   EXPECT_EQ(0, std::memcmp(a.adam.second_moment().data(), b.adam.second_moment().data(), a.params.values().layout().bytes()));
   EXPECT_EQ(b.adam.steps(), 2);
-  EXPECT_EQ(checkpoint_recipe(path), "seed = 1\n");
+  EXPECT_EQ(read_file(path + "/recipe.toml"), "seed = 1\n");
+  EXPECT_EQ(read_file(path + "/tokenizer.model"), "spm bytes");
 }
 
 TEST(Checkpoint, NoValidationYetRoundTrips) {
   testing::TempDir dir;
   Fixture a;
-  const std::string path = write_checkpoint(dir.path().string(), a.params, a.adam, TrainingState{}, "");
+  const std::string path = write_checkpoint(dir.path().string(), a.params, a.adam, TrainingState{}, "", "");
   const TrainingState read = read_checkpoint(path, a.params, nullptr);
   EXPECT_TRUE(std::isinf(read.best_valid_loss));
 }
@@ -71,9 +72,9 @@ TEST(Checkpoint, CorruptionAndIncompleteCheckpointsAreRefused) {
   Fixture a;
   TrainingState s;
   s.update = 1;
-  const std::string first = write_checkpoint(dir.path().string(), a.params, a.adam, s, "");
+  const std::string first = write_checkpoint(dir.path().string(), a.params, a.adam, s, "", "");
   s.update = 2;
-  const std::string second = write_checkpoint(dir.path().string(), a.params, a.adam, s, "");
+  const std::string second = write_checkpoint(dir.path().string(), a.params, a.adam, s, "", "");
   // A crash mid-write leaves a temporary directory and maybe a directory without DONE.
   fs::create_directories(dir.path() / "checkpoint_00000003.tmp.999");
   fs::create_directories(dir.path() / "checkpoint_00000004");

@@ -5,6 +5,7 @@
 #include "linformer/core/fs.h"
 #include "linformer/model/safetensors.h"
 #include "linformer/train/checkpoint.h"
+#include "linformer/train/inference.h"
 #include "linformer/train/trainer.h"
 #include "test_util.h"
 
@@ -167,6 +168,56 @@ TEST_F(TrainTest, MissingPreparedDataSaysWhatToRun) {
                                         " --set data.prepared_dir=" + (runs.path() / "nothing").string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("run `linformer prepare --recipe"));
+}
+
+TEST_F(TrainTest, EvalAndFillMaskUseTheCheckpointAlone) {
+  TempDir runs;
+  const std::string run = (runs.path() / "run").string();
+  const auto summary = train(run, {"train.max_updates=8", "validation.max_batches=0"});
+  const std::string checkpoint = list_checkpoints(run + "/checkpoints").back().path;
+
+  // eval on the valid split reproduces the run's last validation exactly.
+  EvalOptions o;
+  o.checkpoint = checkpoint;
+  const EvalReport valid = run_eval(o);
+  EXPECT_EQ(valid.result.loss(), summary.valid_loss);
+  EXPECT_GT(valid.result.masked, 0);
+  o.split = "test";
+  EXPECT_NE(run_eval(o).result.loss(), summary.valid_loss);
+
+  // Raw text nobody prepared, through the command line.
+  const std::string text = runs.write("new.txt", testing::synthetic_text(3, 10, 77));
+  auto r = testing::run_linformer("eval --checkpoint " + checkpoint + " --text " + text);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("new.txt (3 documents"));
+  EXPECT_THAT(r.output, HasSubstr("perplexity"));
+
+  // fill-mask: k predictions per mask, probabilities in decreasing order, the filled sequence.
+  const auto masks = fill_mask(checkpoint, "kalo <mask> mine <mask>.", 4);
+  ASSERT_EQ(masks.size(), 2u);
+  for (const auto& predictions : masks) {
+    ASSERT_EQ(predictions.size(), 4u);
+    double total = 0;
+    for (size_t i = 0; i < predictions.size(); ++i) {
+      EXPECT_GT(predictions[i].probability, 0.0);
+      if (i > 0) {
+        EXPECT_LE(predictions[i].probability, predictions[i - 1].probability);
+      }
+      EXPECT_GE(predictions[i].token_id, 5) << "a special token was predicted";
+      total += predictions[i].probability;
+    }
+    EXPECT_LE(total, 1.0 + 1e-9);
+  }
+  EXPECT_THAT(masks[1][0].sequence, HasSubstr("kalo <mask> mine"));
+  r = testing::run_linformer("fill-mask --checkpoint " + checkpoint + " --top-k 2 \"kalo <mask> mine.\"");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::ContainsRegex(" 0\\.[0-9]{4}  '[^']+' +kalo [^<]+ mine\\."));
+  r = testing::run_linformer("fill-mask --checkpoint " + checkpoint + " \"no mask here\"");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("has no <mask>"));
+  r = testing::run_linformer("eval --checkpoint " + run);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("not a complete checkpoint directory"));
 }
 
 }  // namespace

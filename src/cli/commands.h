@@ -19,6 +19,7 @@ struct RecipeArgs {
 void add_prepare_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+void add_fill_mask_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_options_command(CLI::App& app);
 

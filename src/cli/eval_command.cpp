@@ -1,31 +1,62 @@
 #include "commands.h"
-#include "linformer/core/check.h"
+#include "linformer/train/inference.h"
 
+#include <fmt/format.h>
+
+#include <iostream>
 #include <memory>
 
 namespace linformer::cli {
 
-namespace {
-struct EvalArgs {
-  std::string checkpoint;
-  std::string split = "valid";
-  std::vector<std::string> text_files;
-};
-}  // namespace
-
 void add_eval_command(CLI::App& app) {
-  auto args = std::make_shared<EvalArgs>();
+  auto args = std::make_shared<EvalOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "eval", "Masked-LM perplexity and accuracy of a checkpoint on a prepared split or on raw text files.");
-  cmd->add_option("-c,--checkpoint", args->checkpoint, "Checkpoint directory")->required();
+      "eval",
+      "Masked-LM perplexity and accuracy of a checkpoint on a prepared split or on raw text files (masks drawn "
+      "with the recipe's seed and masking settings, the same every time).");
+  cmd->add_option("-c,--checkpoint", args->checkpoint, "Checkpoint directory, e.g. runs/default/checkpoints/checkpoint_00000600")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   auto* split = cmd->add_option("--split", args->split, "Prepared split to evaluate")
                     ->check(CLI::IsMember({"valid", "test"}))
                     ->capture_default_str();
-  cmd->add_option("--text", args->text_files, "Raw text files, tokenised with the checkpoint's tokenizer")
-      ->check(CLI::ExistingFile)
+  cmd->add_option("--text", args->text_files,
+                  "Raw text files or directories (plain text, JSON lines, WikiExtractor, .gz), tokenised with the "
+                  "checkpoint's tokenizer")
       ->excludes(split);
-  // The callback owns the parsed values (CLI11 writes into *args while parsing).
-  cmd->callback([args] { throw NotImplemented("linformer eval"); });
+  cmd->add_option("--batch-size", args->batch_size, "Sequences per batch (default: the recipe's)");
+  cmd->add_option("--max-batches", args->max_batches, "Evaluate at most this many batches (default: all)");
+  cmd->callback([args] {
+    const EvalReport report = run_eval(*args);
+    const auto& r = report.result;
+    std::cout << fmt::format("{}: loss {:.4f} nats, perplexity {:.2f}, accuracy {:.4f} over {} masked tokens ({} batches)\n",
+                             report.source, r.loss(), r.perplexity(), r.accuracy(), r.masked, r.batches);
+  });
+}
+
+void add_fill_mask_command(CLI::App& app) {
+  struct Args {
+    std::string checkpoint;
+    std::vector<std::string> texts;
+    int top_k = 5;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "fill-mask", "Top-k predictions with probabilities for each <mask> in a text, like Hugging Face's fill-mask.");
+  cmd->add_option("-c,--checkpoint", args->checkpoint, "Checkpoint directory")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--top-k", args->top_k, "Predictions per mask")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("text", args->texts, "Text with one or more <mask>, e.g. \"The <mask> sat on the mat.\"")->required();
+  cmd->callback([args] {
+    for (const auto& text : args->texts) {
+      const auto masks = fill_mask(args->checkpoint, text, args->top_k);
+      std::cout << text << "\n";
+      for (size_t m = 0; m < masks.size(); ++m) {
+        if (masks.size() > 1) std::cout << fmt::format("  <mask> {}:\n", m + 1);
+        for (const auto& p : masks[m])
+          std::cout << fmt::format("  {:7.4f}  {:<16} {}\n", p.probability, fmt::format("'{}'", p.token), p.sequence);
+      }
+    }
+  });
 }
 
 }  // namespace linformer::cli

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   linformer::cli::add_prepare_command(app);
   linformer::cli::add_train_command(app);
   linformer::cli::add_eval_command(app);
+  linformer::cli::add_fill_mask_command(app);
   linformer::cli::add_bench_command(app);
   linformer::cli::add_options_command(app);
 

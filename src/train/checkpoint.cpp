@@ -105,7 +105,8 @@ void fsync_path(const std::string& path) {
 }  // namespace
 
 std::string write_checkpoint(const std::string& checkpoints_dir, const Parameters& params, const AdamW& optimizer,
-                             const TrainingState& state, const std::string& resolved_recipe) {
+                             const TrainingState& state, const std::string& resolved_recipe,
+                             const std::string& tokenizer_model) {
   const std::string final_path = (fs::path(checkpoints_dir) / fmt::format("checkpoint_{:08d}", state.update)).string();
   const std::string tmp = fmt::format("{}.tmp.{}", final_path, ::getpid());
   std::error_code ec;
@@ -117,13 +118,16 @@ std::string write_checkpoint(const std::string& checkpoints_dir, const Parameter
   const std::string moments = (fs::path(tmp) / "optimizer.safetensors").string();
   save_weights(model, params);
   save_moments(moments, params, optimizer);
+  write_file_atomic((fs::path(tmp) / "tokenizer.model").string(), tokenizer_model);
+  write_file_atomic((fs::path(tmp) / "recipe.toml").string(), resolved_recipe);
+  nlohmann::json files = nlohmann::json::object();
+  for (const char* name : {"model.safetensors", "optimizer.safetensors", "tokenizer.model", "recipe.toml"})
+    files[name] = crc32_of(read_file((fs::path(tmp) / name).string()));
   nlohmann::json meta = {{"format", "linformer-checkpoint"},
                          {"format_version", kCheckpointFormatVersion},
                          {"state", state},
                          {"model", params.spec()},
-                         {"files", {{"model.safetensors", crc32_of(read_file(model))},
-                                    {"optimizer.safetensors", crc32_of(read_file(moments))}}},
-                         {"recipe", resolved_recipe}};
+                         {"files", files}};
   write_file_atomic((fs::path(tmp) / "state.json").string(), meta.dump(2) + "\n");
   write_file_atomic((fs::path(tmp) / "DONE").string(), "complete\n");
   fsync_path(tmp);
@@ -149,7 +153,7 @@ nlohmann::json read_meta(const std::string& path) {
 }
 }  // namespace
 
-TrainingState read_checkpoint(const std::string& path, Parameters& params, AdamW* optimizer) {
+void verify_checkpoint(const std::string& path) {
   const nlohmann::json meta = read_meta(path);
   for (const auto& [file, crc] : meta.at("files").items()) {
     const std::string full = (fs::path(path) / file).string();
@@ -158,6 +162,11 @@ TrainingState read_checkpoint(const std::string& path, Parameters& params, AdamW
       LF_FAIL("{}: checksum mismatch (crc32 {} stored, {} found): the file is corrupt", full, crc.get<std::string>(),
               actual);
   }
+}
+
+TrainingState read_checkpoint(const std::string& path, Parameters& params, AdamW* optimizer) {
+  verify_checkpoint(path);
+  const nlohmann::json meta = read_meta(path);
   load_weights((fs::path(path) / "model.safetensors").string(), params);
   if (optimizer) load_moments((fs::path(path) / "optimizer.safetensors").string(), params, *optimizer);
   try {
@@ -166,8 +175,6 @@ TrainingState read_checkpoint(const std::string& path, Parameters& params, AdamW
     LF_FAIL("{}/state.json: state: {}", path, e.what());
   }
 }
-
-std::string checkpoint_recipe(const std::string& path) { return read_meta(path).at("recipe").get<std::string>(); }
 
 std::vector<CheckpointInfo> list_checkpoints(const std::string& checkpoints_dir) {
   std::vector<CheckpointInfo> out;

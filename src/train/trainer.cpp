@@ -185,7 +185,8 @@ TrainSummary run_training(const TrainOptions& options) {
     state.epoch = data->train->state().epoch;
     state.position = data->train->state().position;
     state.elapsed_seconds = elapsed();
-    last_checkpoint = write_checkpoint(checkpoints_dir, model.params(), optimizer, state, resolved);
+    last_checkpoint = write_checkpoint(checkpoints_dir, model.params(), optimizer, state, resolved,
+                                       data->prepared.tokenizer.serialized());
     last_checkpoint_update = state.update;
     prune_checkpoints(checkpoints_dir, recipe.checkpoint, state.best_update);
     spdlog::info("checkpoint {}", last_checkpoint);

@@ -4,7 +4,9 @@
 // A checkpoint is a directory checkpoints/checkpoint_<update, 8 digits>/ holding
 //   model.safetensors      the parameters (the weights-file format)
 //   optimizer.safetensors  AdamW's moments m.<name>, v.<name>
-//   state.json             TrainingState, the format version, the recipe, crc32 of both files
+//   tokenizer.model        the SentencePiece model, so eval and fill-mask need nothing else
+//   recipe.toml            the resolved recipe of the run
+//   state.json             TrainingState, the format version, crc32 of the files above
 //   DONE                   written last
 // It is written as checkpoint_…tmp.<pid>/, every file fsynced, then renamed into place,
 // so a crash leaves either a complete checkpoint or a temporary directory that is ignored.
@@ -50,7 +52,8 @@ struct CheckpointInfo {
 
 // Writes checkpoint_<update> under `checkpoints_dir`; returns its path.
 std::string write_checkpoint(const std::string& checkpoints_dir, const Parameters& params, const AdamW& optimizer,
-                             const TrainingState& state, const std::string& resolved_recipe);
+                             const TrainingState& state, const std::string& resolved_recipe,
+                             const std::string& tokenizer_model);
 
 // Reads a complete checkpoint into params and optimizer; verifies the marker, the format
 // version and both checksums. Returns its state.
@@ -59,7 +62,7 @@ TrainingState read_checkpoint(const std::string& path, Parameters& params, AdamW
 // The complete checkpoints in `checkpoints_dir`, oldest first.
 std::vector<CheckpointInfo> list_checkpoints(const std::string& checkpoints_dir);
 
-// The resolved recipe stored in a checkpoint.
-std::string checkpoint_recipe(const std::string& path);
+// Checks the marker, format version and checksums of a checkpoint directory.
+void verify_checkpoint(const std::string& path);
 
 }  // namespace linformer

@@ -1,0 +1,39 @@
+#pragma once
+// Using a trained checkpoint: perplexity on a prepared split or on raw text
+// (`linformer eval`), and masked-token predictions (`linformer fill-mask`).
+// A checkpoint directory is self-contained: weights, tokenizer and recipe.
+
+#include "linformer/train/evaluator.h"
+
+#include <string>
+#include <vector>
+
+namespace linformer {
+
+struct EvalOptions {
+  std::string checkpoint;
+  std::string split = "valid";          // valid or test, when no text files are given
+  std::vector<std::string> text_files;  // raw text (any corpus format), tokenised with the checkpoint's tokenizer
+  int batch_size = 0;                   // 0: the recipe's train.batch_size
+  int64_t max_batches = 0;              // 0: everything
+};
+
+struct EvalReport {
+  EvalResult result;
+  std::string source;  // what was evaluated
+};
+
+EvalReport run_eval(const EvalOptions& options);
+
+struct FillMaskPrediction {
+  int token_id;
+  std::string token;     // the piece, "▁" shown as a leading space
+  double probability;
+  std::string sequence;  // the text with this mask filled by the token
+};
+
+// For each <mask> in `text` (in order), the top_k predictions.
+std::vector<std::vector<FillMaskPrediction>> fill_mask(const std::string& checkpoint, const std::string& text,
+                                                       int top_k);
+
+}  // namespace linformer

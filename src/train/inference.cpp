@@ -1,0 +1,203 @@
+#include "linformer/train/inference.h"
+
+#include "linformer/config/recipe_loader.h"
+#include "linformer/core/check.h"
+#include "linformer/core/fs.h"
+#include "linformer/data/batcher.h"
+#include "linformer/data/corpus.h"
+#include "linformer/data/encoder.h"
+#include "linformer/data/prepared.h"
+#include "linformer/data/shard.h"
+#include "linformer/data/special_tokens.h"
+#include "linformer/data/tokenizer.h"
+#include "linformer/model/weights_file.h"
+#include "linformer/train/batch_adapter.h"
+#include "linformer/train/checkpoint.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+
+namespace linformer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A checkpoint opened for inference.
+struct Loaded {
+  config::Recipe recipe;
+  data::Tokenizer tokenizer;
+  std::unique_ptr<MlmModel> model;
+};
+
+Loaded load(const std::string& checkpoint, int64_t batch_size, int64_t max_masked) {
+  if (!fs::exists(fs::path(checkpoint) / "DONE"))
+    LF_FAIL("'{}' is not a complete checkpoint directory (expected a DONE marker, e.g. "
+            "runs/<name>/checkpoints/checkpoint_00000600)",
+            checkpoint);
+  verify_checkpoint(checkpoint);
+  Loaded l{config::load_recipe((fs::path(checkpoint) / "recipe.toml").string()),
+           data::Tokenizer::load((fs::path(checkpoint) / "tokenizer.model").string()), nullptr};
+  const std::string weights = (fs::path(checkpoint) / "model.safetensors").string();
+  const ModelSpec spec = read_weights_spec(weights);
+  if (batch_size <= 0) batch_size = l.recipe.train.batch_size;
+  if (max_masked <= 0) max_masked = max_masked_per_batch(l.recipe.masking, batch_size, spec.seq_len);
+  l.model = std::make_unique<MlmModel>(spec, batch_size, max_masked);
+  load_weights(weights, l.model->params());
+  return l;
+}
+
+EvalResult evaluate_shard(Loaded& l, const data::Shard& shard, int batch_size, int64_t max_batches) {
+  const data::TokenBlocks blocks(shard, l.model->spec().seq_len, l.recipe.data.break_mode);
+  const data::Masker masker(l.recipe.masking, l.model->spec().vocab_size, l.tokenizer.word_starts(),
+                            static_cast<uint64_t>(l.recipe.seed));
+  data::BatcherOptions o;
+  o.batch_size = batch_size;
+  o.seed = static_cast<uint64_t>(l.recipe.seed);
+  o.shuffle = false;
+  o.fixed_mask = true;
+  o.drop_last = false;
+  data::Batcher batcher(blocks, masker, o);
+  return evaluate(*l.model, batcher, max_batches);
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+}  // namespace
+
+EvalReport run_eval(const EvalOptions& options) {
+  Loaded l = load(options.checkpoint, options.batch_size, 0);
+  const int batch_size = options.batch_size > 0 ? options.batch_size : l.recipe.train.batch_size;
+  EvalReport report;
+  if (options.text_files.empty()) {
+    LF_CHECK(options.split == "valid" || options.split == "test", "--split must be valid or test, not '{}'",
+             options.split);
+    const data::PreparedData prepared = data::open_prepared(l.recipe.data.prepared_dir);
+    if (prepared.tokenizer.hash() != l.tokenizer.hash())
+      LF_FAIL("the prepared data in '{}' was tokenised with another vocabulary than checkpoint {}",
+              l.recipe.data.prepared_dir, options.checkpoint);
+    report.result = evaluate_shard(l, prepared.shard(options.split == "valid" ? data::Split::valid : data::Split::test),
+                                   batch_size, options.max_batches);
+    report.source = fmt::format("the {} split of {}", options.split, l.recipe.data.prepared_dir);
+    return report;
+  }
+  // Raw text: read, tokenise and encode like prepare does, into a temporary shard.
+  data::CorpusOptions corpus;
+  corpus.inputs = options.text_files;
+  data::CorpusReader reader(corpus);
+  const std::string tmp_dir = temporary_path_for((fs::temp_directory_path() / "linformer_eval").string());
+  fs::create_directories(tmp_dir);
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } cleanup{tmp_dir};
+  const std::string shard_path = (fs::path(tmp_dir) / "text.bin").string();
+  {
+    data::ShardWriter writer(shard_path, l.tokenizer.vocab_size(), l.tokenizer.hash());
+    std::vector<data::Document> docs(1);
+    std::vector<std::vector<int32_t>> ids;
+    while (reader.next(docs[0])) {
+      data::encode_documents(l.tokenizer, docs, ids);
+      writer.add_document(ids[0]);
+    }
+    if (writer.document_count() == 0) LF_FAIL("no text in {}", join(options.text_files));
+    writer.finish();
+  }
+  const data::Shard shard = data::Shard::open(shard_path);
+  report.result = evaluate_shard(l, shard, batch_size, options.max_batches);
+  report.source = fmt::format("{} ({} documents, {} tokens)", join(options.text_files),
+                              shard.document_count(), shard.token_count());
+  return report;
+}
+
+std::vector<std::vector<FillMaskPrediction>> fill_mask(const std::string& checkpoint, const std::string& text,
+                                                       int top_k) {
+  LF_CHECK(top_k >= 1, "--top-k must be at least 1");
+  const std::string marker = "<mask>";
+  // Encode the text between the masks piece by piece, with <mask> ids in between.
+  std::vector<std::string> pieces;
+  for (size_t start = 0;;) {
+    const size_t at = text.find(marker, start);
+    pieces.push_back(text.substr(start, at == std::string::npos ? std::string::npos : at - start));
+    if (at == std::string::npos) break;
+    start = at + marker.size();
+  }
+  if (pieces.size() < 2) LF_FAIL("the text has no {} to fill: \"{}\"", marker, text);
+  Loaded l = load(checkpoint, 1, static_cast<int64_t>(pieces.size()) - 1);
+  std::vector<int> ids = {data::kBosId};
+  std::vector<size_t> mask_index;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    std::string piece = pieces[i];
+    while (!piece.empty() && piece.back() == ' ') piece.pop_back();  // a space before <mask> is part of the word
+    if (!piece.empty()) l.tokenizer.encode(piece, ids);
+    if (i + 1 < pieces.size()) {
+      mask_index.push_back(ids.size());
+      ids.push_back(data::kMaskId);
+    }
+  }
+  ids.push_back(data::kEosId);
+  const int64_t n = l.model->spec().seq_len;
+  if (static_cast<int64_t>(ids.size()) > n)
+    LF_FAIL("the text is {} tokens long; the model reads at most {}", ids.size(), n);
+
+  const std::vector<int32_t> input(ids.begin(), ids.end());
+  const std::vector<int32_t> lengths = {static_cast<int32_t>(ids.size())};
+  std::vector<int32_t> positions(mask_index.begin(), mask_index.end());
+  const std::vector<int32_t> dummy_targets(positions.size(), data::kMaskId);
+  const MlmBatchView batch{1, static_cast<int64_t>(ids.size()), input.data(), lengths.data(),
+                           static_cast<int64_t>(positions.size()), positions.data(), dummy_targets.data()};
+  l.model->forward(batch, Pass{});
+  const auto logits = l.model->logits();
+  const int64_t V = logits.size(1);
+
+  std::vector<std::vector<FillMaskPrediction>> out;
+  for (size_t m = 0; m < positions.size(); ++m) {
+    const float* z = logits.data() + static_cast<int64_t>(m) * V;
+    // Softmax over ordinary tokens: special tokens are never a fill.
+    const float max = *std::max_element(z + data::kFirstOrdinaryId, z + V);
+    double sum = 0;
+    for (int64_t j = data::kFirstOrdinaryId; j < V; ++j) sum += std::exp(static_cast<double>(z[j] - max));
+    std::vector<int> order(static_cast<size_t>(V - data::kFirstOrdinaryId));
+    std::iota(order.begin(), order.end(), data::kFirstOrdinaryId);
+    const int k = std::min<int>(top_k, static_cast<int>(order.size()));
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) { return z[a] > z[b]; });
+    std::vector<FillMaskPrediction> predictions;
+    for (int r = 0; r < k; ++r) {
+      FillMaskPrediction p;
+      p.token_id = order[r];
+      p.probability = std::exp(static_cast<double>(z[order[r]] - max)) / sum;
+      p.token = l.tokenizer.piece(order[r]);
+      if (p.token.rfind("\xE2\x96\x81", 0) == 0) p.token = " " + p.token.substr(3);
+      // The text with this mask replaced (a word-start token brings its own space).
+      std::string sequence;
+      for (size_t i = 0; i < pieces.size(); ++i) {
+        sequence += pieces[i];
+        if (i + 1 == pieces.size()) break;
+        if (i != m) {
+          sequence += marker;
+        } else {
+          const bool spaced = !sequence.empty() && sequence.back() == ' ' && !p.token.empty() && p.token[0] == ' ';
+          sequence += spaced ? p.token.substr(1) : p.token;
+        }
+      }
+      p.sequence = sequence;
+      predictions.push_back(p);
+    }
+    out.push_back(predictions);
+  }
+  return out;
+}
+
+}  // namespace linformer
