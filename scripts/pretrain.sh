@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job: build, fetch the Brown corpus, prepare it and pretrain the default recipe.
-# Usage: scripts/pretrain.sh [recipe] [extra linformer train arguments...]
+# The main job: build, fetch the Brown corpus, prepare it, pretrain a recipe (default:
+# recipes/brown/default.toml), then plot its validation perplexity and fill a mask with it.
+# Re-running continues the run from its newest checkpoint.
+# Usage: scripts/pretrain.sh [recipe] [extra `linformer train` arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 recipe=${1:-recipes/brown/default.toml}
@@ -9,3 +11,14 @@ scripts/build.sh
 [ -f data/brown/.complete ] || scripts/get_brown.sh
 build/linformer prepare --recipe "$recipe"
 build/linformer train --recipe "$recipe" --resume auto "$@"
+
+name=$(build/linformer train --recipe "$recipe" --dump-recipe | sed -n 's/^name = "\(.*\)"$/\1/p')
+run_dir=runs/$name
+/usr/bin/python3 scripts/plot_curves.py "$run_dir" --out "$run_dir/curves" --title "$name: validation perplexity"
+checkpoint=$(ls -d "$run_dir"/checkpoints/checkpoint_* | sort | tail -n 1)
+echo
+echo "fill-mask with $checkpoint:"
+build/linformer fill-mask --checkpoint "$checkpoint" --top-k 5 \
+  "He put the <mask> on the table and sat down." "The jury said the <mask> was well conducted."
+echo
+echo "run directory: $run_dir (metrics.csv, metrics.jsonl, train.log, curves.png, checkpoints/)"

@@ -104,5 +104,29 @@ TEST(Checkpoint, CorruptionAndIncompleteCheckpointsAreRefused) {
   EXPECT_NO_THROW(read_checkpoint(first, b.params, &b.adam));
 }
 
+TEST(Checkpoint, RetentionKeepsRecentBestAndMilestones) {
+  testing::TempDir dir;
+  Fixture a;
+  TrainingState s;
+  for (int64_t u = 10; u <= 80; u += 10) {
+    s.update = u;
+    write_checkpoint(dir.path().string(), a.params, a.adam, s, "", "");
+  }
+  config::CheckpointConfig keep;
+  keep.keep_last = 2;
+  keep.keep_best = true;
+  keep.milestone_every = 40;
+  prune_checkpoints(dir.path().string(), keep, /*best_update=*/30);
+  std::vector<int64_t> kept;
+  for (const auto& c : list_checkpoints(dir.path().string())) kept.push_back(c.update);
+  EXPECT_EQ(kept, (std::vector<int64_t>{30, 40, 70, 80}));  // best, milestone, the last two
+  keep.keep_best = false;
+  keep.milestone_every = 0;
+  prune_checkpoints(dir.path().string(), keep, 30);
+  kept.clear();
+  for (const auto& c : list_checkpoints(dir.path().string())) kept.push_back(c.update);
+  EXPECT_EQ(kept, (std::vector<int64_t>{70, 80}));
+}
+
 }  // namespace
 }  // namespace linformer

@@ -31,6 +31,7 @@ double forward_matmul_flops(const ModelSpec& s, int64_t B, int64_t T, int64_t M)
 
 TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int timed_steps) {
   const ModelSpec spec = ModelSpec::from_recipe(recipe);
+  if (recipe.threads > 0) omp_set_num_threads(recipe.threads);
   const int64_t B = recipe.train.batch_size, T = spec.seq_len;
   // A synthetic batch: full rows, ordinary ids, masking.probability of the positions masked.
   Rng rng(static_cast<uint64_t>(recipe.seed));

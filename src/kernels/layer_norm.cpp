@@ -32,10 +32,13 @@ void layer_norm_backward(const float* dy, const float* x, const float* gamma, co
   //   dgamma += Σ_rows dy * xhat;  dbeta += Σ_rows dy
   //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dy * gamma
   const int threads = omp_get_max_threads();
-  std::vector<double> partial(static_cast<size_t>(threads) * 2 * C, 0.0);
+  // Per-thread partial sums of dgamma and dbeta; the buffer grows once and is reused.
+  thread_local std::vector<double> partial;
+  partial.assign(static_cast<size_t>(threads) * 2 * C, 0.0);
+  double* const sums = partial.data();  // the calling thread's buffer, shared with the team
 #pragma omp parallel
   {
-    double* dg = partial.data() + static_cast<size_t>(omp_get_thread_num()) * 2 * C;
+    double* dg = sums + static_cast<size_t>(omp_get_thread_num()) * 2 * C;
     double* db = dg + C;
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {

@@ -10,10 +10,13 @@ namespace linformer {
 
 void add_column_sums(const float* x, int64_t rows, int64_t cols, int64_t row_stride, float* out) {
   const int threads = omp_get_max_threads();
-  std::vector<double> partial(static_cast<size_t>(threads) * cols, 0.0);
+  // Per-thread partial sums; the buffer grows once and is reused.
+  thread_local std::vector<double> partial;
+  partial.assign(static_cast<size_t>(threads) * cols, 0.0);
+  double* const sums = partial.data();  // the calling thread's buffer, shared with the team
 #pragma omp parallel
   {
-    double* acc = partial.data() + static_cast<size_t>(omp_get_thread_num()) * cols;
+    double* acc = sums + static_cast<size_t>(omp_get_thread_num()) * cols;
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = x + r * row_stride;

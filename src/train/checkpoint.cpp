@@ -194,4 +194,16 @@ std::vector<CheckpointInfo> list_checkpoints(const std::string& checkpoints_dir)
   return out;
 }
 
+void prune_checkpoints(const std::string& checkpoints_dir, const config::CheckpointConfig& keep, int64_t best_update) {
+  const auto all = list_checkpoints(checkpoints_dir);
+  const size_t recent_from = all.size() > static_cast<size_t>(keep.keep_last) ? all.size() - keep.keep_last : 0;
+  for (size_t i = 0; i < recent_from; ++i) {
+    const int64_t u = all[i].update;
+    if (keep.keep_best && u == best_update) continue;
+    if (keep.milestone_every > 0 && u % keep.milestone_every == 0) continue;
+    std::error_code ec;
+    fs::remove_all(all[i].path, ec);
+  }
+}
+
 }  // namespace linformer

@@ -53,19 +53,6 @@ std::vector<std::string> differing_model_keys(const ModelSpec& a, const ModelSpe
   return keys;
 }
 
-// Keeps the last `keep_last` checkpoints, the best one and milestones; deletes the rest.
-void prune_checkpoints(const std::string& dir, const config::CheckpointConfig& c, int64_t best_update) {
-  const auto all = list_checkpoints(dir);
-  const size_t keep_from = all.size() > static_cast<size_t>(c.keep_last) ? all.size() - c.keep_last : 0;
-  for (size_t i = 0; i < keep_from; ++i) {
-    const int64_t u = all[i].update;
-    if (c.keep_best && u == best_update) continue;
-    if (c.milestone_every > 0 && u % c.milestone_every == 0) continue;
-    std::error_code ec;
-    fs::remove_all(all[i].path, ec);
-  }
-}
-
 struct DataSet {
   explicit DataSet(data::PreparedData p) : prepared(std::move(p)) {}
   data::PreparedData prepared;

@@ -11,6 +11,7 @@
 // It is written as checkpoint_…tmp.<pid>/, every file fsynced, then renamed into place,
 // so a crash leaves either a complete checkpoint or a temporary directory that is ignored.
 
+#include "linformer/config/recipe.h"
 #include "linformer/model/parameters.h"
 #include "linformer/train/adamw.h"
 
@@ -61,6 +62,10 @@ TrainingState read_checkpoint(const std::string& path, Parameters& params, AdamW
 
 // The complete checkpoints in `checkpoints_dir`, oldest first.
 std::vector<CheckpointInfo> list_checkpoints(const std::string& checkpoints_dir);
+
+// Deletes the complete checkpoints that checkpoint.keep_last, keep_best (`best_update`) and
+// milestone_every do not keep.
+void prune_checkpoints(const std::string& checkpoints_dir, const config::CheckpointConfig& keep, int64_t best_update);
 
 // Checks the marker, format version and checksums of a checkpoint directory.
 void verify_checkpoint(const std::string& path);
