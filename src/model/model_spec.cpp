@@ -51,6 +51,11 @@ void ModelSpec::validate() const {
       LF_CHECK(k == k_per_layer[0], "layerwise sharing needs the same k in every layer");
 }
 
+namespace {
+// A float as the double with the same shortest decimal text (0.1f -> 0.1, not 0.10000000149).
+double tidy(float x) { return std::stod(fmt::format("{}", x)); }
+}  // namespace
+
 void to_json(nlohmann::json& j, const ModelSpec& s) {
   j = nlohmann::json{{"layers", s.layers},
                      {"d_model", s.d_model},
@@ -59,11 +64,11 @@ void to_json(nlohmann::json& j, const ModelSpec& s) {
                      {"seq_len", s.seq_len},
                      {"vocab_size", s.vocab_size},
                      {"norm", enum_name(s.norm)},
-                     {"layer_norm_eps", s.layer_norm_eps},
-                     {"init_std", s.init_std},
-                     {"dropout", s.dropout},
-                     {"attention_dropout", s.attention_dropout},
-                     {"activation_dropout", s.activation_dropout},
+                     {"layer_norm_eps", tidy(s.layer_norm_eps)},
+                     {"init_std", tidy(s.init_std)},
+                     {"dropout", tidy(s.dropout)},
+                     {"attention_dropout", tidy(s.attention_dropout)},
+                     {"activation_dropout", tidy(s.activation_dropout)},
                      {"attention", enum_name(s.attention)},
                      {"k_per_layer", s.k_per_layer},
                      {"sharing", enum_name(s.sharing)},
