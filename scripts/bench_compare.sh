@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# linformer vs PyTorch on the same training step, side by side: alternates the two benchmarks
+# (ROUNDS times) so that machine noise hits both, and prints median tokens/s and the ratio.
+# Usage: scripts/bench_compare.sh RECIPE [--set K=V ...]     (environment: ROUNDS=3, STEPS=8)
+# Dropout is set to 0 on the C++ side because the PyTorch reference has none.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+recipe=${1:?usage: scripts/bench_compare.sh RECIPE [--set K=V ...]}
+shift
+rounds=${ROUNDS:-3}
+steps=${STEPS:-8}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+for round in $(seq "$rounds"); do
+  build/linformer bench train --recipe "$recipe" "$@" --set model.dropout=0 --set model.attention_dropout=0 \
+    --steps "$steps" --json "$out/cpp_$round.json" | sed -n 's/^step/linformer: step/p'
+  OMP_WAIT_POLICY=passive /usr/bin/python3 scripts/bench_torch.py --from "$out/cpp_$round.json" --steps "$steps" \
+    --json "$out/torch_$round.json"
+done
+/usr/bin/python3 - "$out" "$rounds" <<'PY'
+import json, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+load = lambda kind: [json.load(open(f"{out}/{kind}_{r}.json")) for r in range(1, rounds + 1)]
+cpp, torch = load("cpp"), load("torch")
+med = lambda runs: statistics.median(r["tokens_per_second"] for r in runs)
+gf = lambda runs: statistics.median(r["train_gflops_per_second"] for r in runs)
+print(f"\nmedian over {rounds} rounds: linformer {med(cpp):.0f} tokens/s ({gf(cpp):.1f} GFLOP/s), "
+      f"PyTorch {med(torch):.0f} tokens/s ({gf(torch):.1f} GFLOP/s), ratio {med(cpp) / med(torch):.2f}x")
+PY
