@@ -199,7 +199,6 @@ void Attention::compress_backward(const BatchGeometry& g, const Projection& p, T
             }
           }
         }
-      // Rows beyond the last window (T not a multiple of s never happens: windows cover [0, n)).
       if (kind == ProjectionKind::conv && p.trainable) {
         // In the forward pass: out[b, j, c] = Σ_r w[r] part[b, js + r, c]. So dw[r] += Σ d_out part.
         const int64_t filters = per_head ? H_ : 1;

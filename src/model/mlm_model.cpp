@@ -6,7 +6,6 @@ MlmModel::MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked)
     : spec_(spec), max_batch_(max_batch), max_masked_(max_masked), params_(spec) {
   LF_CHECK(max_batch > 0 && max_masked > 0, "model capacity: batch {} and masked positions {} must be positive",
            max_batch, max_masked);
-  spec_.validate();
   const int64_t rows = max_batch * spec.seq_len, C = spec.d_model;
   embedding_ = std::make_unique<Embedding>(spec_, params_, ws_, max_batch);
   for (int l = 0; l < spec.layers; ++l) blocks_.push_back(std::make_unique<EncoderBlock>(spec_, params_, ws_, l, max_batch));

@@ -11,6 +11,7 @@ using config::ProjectionKind;
 using config::Sharing;
 
 std::vector<ParamSpec> build_parameter_table(const ModelSpec& s) {
+  s.validate();  // the table indexes k_per_layer and divides by heads
   const int64_t C = s.d_model, F = s.ffn_dim, V = s.vocab_size, n = s.seq_len, H = s.heads;
   std::vector<ParamSpec> t;
   auto add = [&](const std::string& name, Shape shape, Init init, bool decay, bool trainable = true) {
