@@ -32,9 +32,15 @@ TEST(BenchTrain, CommandReportsThroughputAndWritesJson) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("tokens/s"));
   EXPECT_THAT(r.output, HasSubstr("GFLOP/s"));
+  EXPECT_THAT(r.output, HasSubstr("of the measured fp32 matmul peak"));
+  for (const char* stage : {"embedding", "block 0", "block 1", "mlm head + loss", "optimizer (AdamW)"})
+    EXPECT_THAT(r.output, HasSubstr(stage));
   const auto j = nlohmann::json::parse(read_file(json));
   EXPECT_GT(j.at("tokens_per_second").get<double>(), 0);
   EXPECT_EQ(j.at("timed_steps").get<int>(), 2);
+  EXPECT_GT(j.at("measured_fp32_matmul_peak_gflops").get<double>(), 0);
+  ASSERT_EQ(j.at("stages").size(), 4u);  // embedding, 2 blocks, head
+  EXPECT_GT(j.at("stages")[1].at("backward_ms").get<double>(), 0);
 }
 
 }  // namespace

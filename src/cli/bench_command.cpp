@@ -3,6 +3,7 @@
 #include "linformer/config/recipe_loader.h"
 #include "linformer/core/check.h"
 #include "linformer/core/fs.h"
+#include "linformer/kernels/context.h"
 
 #include <fmt/format.h>
 
@@ -27,8 +28,9 @@ void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchTrainArgs>();
   CLI::App* train = cmd->add_subcommand(
       "train",
-      "Time forward+backward training steps of a recipe's model on synthetic batches (batch size, n and "
-      "masking from the recipe): step time (median, min, max), tokens/s, matmul GFLOP/s.");
+      "Time training steps (forward, backward, AdamW) of a recipe's model on synthetic batches (batch size, n "
+      "and masking from the recipe): step time (median, min, max), tokens/s, matmul GFLOP/s against a measured "
+      "matmul peak, time per model stage, memory.");
   args->recipe.add_to(*train);
   train->add_option("--warmup", args->warmup, "Untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
   train->add_option("--steps", args->steps, "Timed steps")->capture_default_str()->check(CLI::PositiveNumber);
@@ -37,18 +39,31 @@ void add_bench_command(CLI::App& app) {
     const auto recipe = config::load_recipe(args->recipe.path, args->recipe.overrides);
     const ModelSpec spec = ModelSpec::from_recipe(recipe);
     const TrainBenchResult r = bench_train(recipe, args->warmup, args->steps);
-    std::cout << fmt::format(
+    std::string text = fmt::format(
         "recipe {}: {} {} layers, d {}, heads {}, FFN {}, n {}{}, batch {}, {} masked, {} threads\n"
-        "step (forward + backward, no optimizer): median {:.1f} ms, min {:.1f}, max {:.1f} over {} steps\n"
-        "throughput: {:.0f} tokens/s, {:.1f} GFLOP/s (matmul FLOPs: {:.2f} GFLOP forward, x3 per step)\n"
-        "memory: parameters {:.1f} MB, activations {:.1f} MB, peak RSS {:.1f} MB\n",
+        "training step (forward + backward + AdamW): median {:.1f} ms, min {:.1f}, max {:.1f} over {} steps\n"
+        "throughput: {:.0f} tokens/s, {:.1f} GFLOP/s = {:.0f}% of the measured fp32 matmul peak ({:.1f} GFLOP/s)\n"
+        "  (matmul FLOPs: {:.2f} GFLOP forward per step, x3 per training step, {:.1f} MFLOP per token)\n"
+        "bf16 peak: not measured (bf16 training is not built yet; oneDNN ISA here: {})\n"
+        "memory: parameters {:.1f} MB, activations {:.1f} MB, peak RSS {:.1f} MB\n\n"
+        "{:<18} {:>12} {:>12} {:>8}\n",
         recipe.name, config::enum_name(spec.attention), spec.layers, spec.d_model, spec.heads, spec.ffn_dim,
         spec.seq_len,
         spec.is_linformer() ? fmt::format(", k {}, sharing {}, projection {}", spec.k_per_layer[0],
                                           config::enum_name(spec.sharing), config::enum_name(spec.projection))
                             : "",
         r.batch, r.masked, r.threads, r.median_s * 1e3, r.min_s * 1e3, r.max_s * 1e3, r.steps, r.tokens_per_s,
-        r.gflops_per_s, r.forward_gflop, r.parameter_bytes / 1e6, r.activation_bytes / 1e6, r.peak_rss_kb / 1e3);
+        r.gflops_per_s, 100 * r.gflops_per_s / r.peak_gflops, r.peak_gflops, r.forward_gflop,
+        r.flops_per_token * 1e-6, dnnl_cpu_isa_name(), r.parameter_bytes / 1e6, r.activation_bytes / 1e6,
+        r.peak_rss_kb / 1e3, "stage", "forward ms", "backward ms", "share");
+    double total = r.optimizer_ms;
+    for (const auto& stage : r.stages) total += stage.forward_ms + stage.backward_ms;
+    for (const auto& stage : r.stages)
+      text += fmt::format("{:<18} {:>12.1f} {:>12.1f} {:>7.1f}%\n", stage.name, stage.forward_ms, stage.backward_ms,
+                          100 * (stage.forward_ms + stage.backward_ms) / total);
+    text += fmt::format("{:<18} {:>12} {:>12.1f} {:>7.1f}%\n", "optimizer (AdamW)", "", r.optimizer_ms,
+                        100 * r.optimizer_ms / total);
+    std::cout << text;
     if (!args->json.empty()) write_file_atomic(args->json, to_json(r, spec) + "\n");
   });
 

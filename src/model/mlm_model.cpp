@@ -1,6 +1,23 @@
 #include "linformer/model/mlm_model.h"
 
+#include <algorithm>
+
+#include <chrono>
+
 namespace linformer {
+
+void StageTimes::reset() {
+  std::fill(forward_seconds.begin(), forward_seconds.end(), 0.0);
+  std::fill(backward_seconds.begin(), backward_seconds.end(), 0.0);
+}
+
+template <class Body>
+void MlmModel::timed(std::vector<double>& seconds, size_t index, Body&& body) {
+  if (!timing_) return body();
+  const auto start = std::chrono::steady_clock::now();
+  body();
+  seconds[index] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 MlmModel::MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked)
     : spec_(spec), max_batch_(max_batch), max_masked_(max_masked), params_(spec) {
@@ -22,6 +39,12 @@ MlmModel::MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked)
   d_hidden_b_ = ws_.reserve_shared("d_hidden.b", rows * C);
   ws_.allocate();
   key_valid_.resize(static_cast<size_t>(rows));
+  stage_times_.names.push_back("embedding");
+  for (int l = 0; l < spec.layers; ++l) stage_times_.names.push_back("block " + std::to_string(l));
+  if (final_ln_) stage_times_.names.push_back("final_ln");
+  stage_times_.names.push_back("mlm head + loss");
+  stage_times_.forward_seconds.assign(stage_times_.names.size(), 0.0);
+  stage_times_.backward_seconds.assign(stage_times_.names.size(), 0.0);
 }
 
 void MlmModel::check_batch(const MlmBatchView& b) const {
@@ -51,19 +74,28 @@ StepResult MlmModel::run_forward(const MlmBatchView& batch, const Pass& pass, fl
   for (int64_t b = 0; b < batch.B; ++b)
     for (int64_t t = 0; t < batch.T; ++t) key_valid_[b * batch.T + t] = t < batch.lengths[b];
 
-  embedding_->forward(geometry_, batch.ids, ws_.view(hidden_[0], shaped), pass);
+  auto& seconds = stage_times_.forward_seconds;
+  size_t stage = 0;
+  timed(seconds, stage++, [&] { embedding_->forward(geometry_, batch.ids, ws_.view(hidden_[0], shaped), pass); });
   for (int l = 0; l < spec_.layers; ++l)
-    blocks_[l]->forward(geometry_, ws_.view(hidden_[l], shaped), ws_.view(hidden_[l + 1], shaped), key_valid_.data(),
-                        pass);
+    timed(seconds, stage++, [&] {
+      blocks_[l]->forward(geometry_, ws_.view(hidden_[l], shaped), ws_.view(hidden_[l + 1], shaped),
+                          key_valid_.data(), pass);
+    });
   TensorView<float> out = ws_.view(hidden_[spec_.layers], shaped);
   if (final_ln_) {
     const int64_t rows = geometry_.rows();
-    final_ln_->forward(out.reshape(Shape{rows, C}), ws_.view(final_, Shape{rows, C}),
-                       ws_.view(final_mean_, Shape{rows}).data(), ws_.view(final_rstd_, Shape{rows}).data());
+    timed(seconds, stage++, [&] {
+      final_ln_->forward(out.reshape(Shape{rows, C}), ws_.view(final_, Shape{rows, C}),
+                         ws_.view(final_mean_, Shape{rows}).data(), ws_.view(final_rstd_, Shape{rows}).data());
+    });
     out = ws_.view(final_, shaped);
   }
-  const auto ce = head_->forward(out.reshape(Shape{geometry_.rows(), C}), batch.masked_positions, batch.targets,
-                                 batch.M, grad_scale);
+  CrossEntropyResult ce;
+  timed(seconds, stage++, [&] {
+    ce = head_->forward(out.reshape(Shape{geometry_.rows(), C}), batch.masked_positions, batch.targets, batch.M,
+                        grad_scale);
+  });
   return {ce.loss_sum, ce.correct, batch.M};
 }
 
@@ -76,19 +108,23 @@ StepResult MlmModel::forward_backward(const MlmBatchView& batch, const Pass& pas
   const Shape shaped{batch.B, batch.T, C};
   TensorView<float> d_cur = ws_.view(d_hidden_a_, shaped), d_next = ws_.view(d_hidden_b_, shaped);
 
-  head_->backward(d_cur.reshape(Shape{rows, C}), batch.masked_positions, batch.M);
+  auto& seconds = stage_times_.backward_seconds;
+  size_t stage = stage_times_.names.size() - 1;
+  timed(seconds, stage--, [&] { head_->backward(d_cur.reshape(Shape{rows, C}), batch.masked_positions, batch.M); });
   if (final_ln_) {
     // final = LN(hidden[L]).
-    final_ln_->backward(d_cur.reshape(Shape{rows, C}), ws_.view(hidden_[spec_.layers], Shape{rows, C}),
-                        ws_.view(final_mean_, Shape{rows}).data(), ws_.view(final_rstd_, Shape{rows}).data(),
-                        d_next.reshape(Shape{rows, C}));
+    timed(seconds, stage--, [&] {
+      final_ln_->backward(d_cur.reshape(Shape{rows, C}), ws_.view(hidden_[spec_.layers], Shape{rows, C}),
+                          ws_.view(final_mean_, Shape{rows}).data(), ws_.view(final_rstd_, Shape{rows}).data(),
+                          d_next.reshape(Shape{rows, C}));
+    });
     std::swap(d_cur, d_next);
   }
   for (int l = spec_.layers - 1; l >= 0; --l) {
-    blocks_[l]->backward(geometry_, ws_.view(hidden_[l], shaped), d_cur, d_next, pass);
+    timed(seconds, stage--, [&] { blocks_[l]->backward(geometry_, ws_.view(hidden_[l], shaped), d_cur, d_next, pass); });
     std::swap(d_cur, d_next);
   }
-  embedding_->backward(geometry_, batch.ids, d_cur, pass);
+  timed(seconds, stage, [&] { embedding_->backward(geometry_, batch.ids, d_cur, pass); });
   return result;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Timing of training steps (forward + backward of the model, no optimizer yet) on
+// Timing of training steps (forward + backward + AdamW) on
 // synthetic batches shaped as the recipe says: the numbers `linformer bench train` prints.
 
 #include "linformer/config/recipe.h"
@@ -15,12 +15,25 @@ namespace linformer {
 // backward computes two matmuls (data and weight gradient) for every forward one.
 double forward_matmul_flops(const ModelSpec& spec, int64_t B, int64_t T, int64_t M);
 
+// The best fp32 matmul rate this machine sustains through oneDNN: a few large square
+// products (the "measured peak" bench train compares against).
+double measure_fp32_matmul_peak_gflops();
+
+struct StageTime {
+  std::string name;
+  double forward_ms = 0, backward_ms = 0;  // mean per step
+};
+
 struct TrainBenchResult {
   int64_t batch = 0, seq_len = 0, masked = 0, threads = 0, steps = 0;
-  double median_s = 0, min_s = 0, max_s = 0;
+  double median_s = 0, min_s = 0, max_s = 0;  // forward + backward + optimizer
+  double optimizer_ms = 0;                    // mean AdamW step
+  std::vector<StageTime> stages;              // forward and backward per model stage
   double tokens_per_s = 0;     // B·T / median
   double gflops_per_s = 0;     // 3 × forward FLOPs / median
   double forward_gflop = 0;    // per step
+  double flops_per_token = 0;  // 3 × forward FLOPs / (B·T)
+  double peak_gflops = 0;      // measure_fp32_matmul_peak_gflops()
   size_t parameter_bytes = 0, activation_bytes = 0;
   long peak_rss_kb = 0;
 };

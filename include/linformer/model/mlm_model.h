@@ -11,6 +11,7 @@
 #include "linformer/model/parameters.h"
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace linformer {
@@ -23,6 +24,14 @@ struct MlmBatchView {
   int64_t M = 0;                              // masked positions
   const int32_t* masked_positions = nullptr;  // (M) flat b·T + t, at real tokens
   const int32_t* targets = nullptr;           // (M) original ids
+};
+
+// Wall time per stage of the model, summed over the passes since reset (bench train's
+// breakdown). Stages: "embedding", "block 0" … "block L-1", "final_ln" (pre-LN), "mlm head + loss".
+struct StageTimes {
+  std::vector<std::string> names;
+  std::vector<double> forward_seconds, backward_seconds;
+  void reset();
 };
 
 struct StepResult {
@@ -46,6 +55,10 @@ class MlmModel {
   // For a mean over an update, grad_scale = 1 / (masked tokens in all its micro-batches).
   StepResult forward_backward(const MlmBatchView& batch, const Pass& pass, float grad_scale);
 
+  // Per-stage timing (off by default: it adds a clock read per stage).
+  void enable_stage_timing(bool on) { timing_ = on; }
+  StageTimes& stage_times() { return stage_times_; }
+
   TensorView<const float> logits() const;          // (M, V), after forward()
   TensorView<const float> encoder_output() const;  // (B, T, C), after forward()
 
@@ -66,6 +79,11 @@ class MlmModel {
   std::vector<uint8_t> key_valid_;  // (B, T): 1 at real tokens
   BatchGeometry geometry_;
   int64_t last_masked_ = 0;
+  bool timing_ = false;
+  StageTimes stage_times_;
+  // Runs body() and, when timing, adds its wall time to stage `index` of `seconds`.
+  template <class Body>
+  void timed(std::vector<double>& seconds, size_t index, Body&& body);
 };
 
 }  // namespace linformer
