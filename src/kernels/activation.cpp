@@ -1,5 +1,7 @@
 #include "linformer/kernels/activation.h"
 
+#include "linformer/kernels/fast_math.h"
+
 #include <cmath>
 
 namespace linformer {
@@ -11,15 +13,15 @@ constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 
 void gelu_forward(const float* x, float* y, int64_t n) {
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + fast_erf(x[i] * kInvSqrt2));
 }
 
 void gelu_backward(const float* dy, const float* x, float* dx, int64_t n) {
   // In the forward pass: y = x Φ(x). So dy/dx = Φ(x) + x φ(x), φ the normal density.
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) {
-    const float cdf = 0.5f * (1.0f + std::erf(x[i] * kInvSqrt2));
-    const float pdf = kInvSqrt2Pi * std::exp(-0.5f * x[i] * x[i]);
+    const float cdf = 0.5f * (1.0f + fast_erf(x[i] * kInvSqrt2));
+    const float pdf = kInvSqrt2Pi * fast_exp(-0.5f * x[i] * x[i]);
     dx[i] = dy[i] * (cdf + x[i] * pdf);
   }
 }

@@ -2,6 +2,8 @@
 
 #include "linformer/core/check.h"
 
+#include "linformer/kernels/fast_math.h"
+
 #include <cmath>
 
 namespace linformer {
@@ -23,13 +25,13 @@ CrossEntropyResult cross_entropy(float* logits, const int32_t* targets, int64_t 
       if (z[j] > z[argmax]) argmax = j;
     const float max = z[argmax];
     double sum = 0;
-    for (int64_t j = 0; j < V; ++j) sum += std::exp(static_cast<double>(z[j] - max));
+    for (int64_t j = 0; j < V; ++j) sum += fast_exp(z[j] - max);
     const double log_sum = std::log(sum);
     loss += log_sum - (z[t] - max);
     correct += argmax == t;
     if (grad_scale != 0.0f) {
       const float inv = static_cast<float>(1.0 / sum);
-      for (int64_t j = 0; j < V; ++j) z[j] = grad_scale * std::exp(z[j] - max) * inv;
+      for (int64_t j = 0; j < V; ++j) z[j] = grad_scale * fast_exp(z[j] - max) * inv;
       z[t] -= grad_scale;
     }
   }

@@ -1,5 +1,7 @@
 #include "linformer/kernels/softmax.h"
 
+#include "linformer/kernels/fast_math.h"
+
 #include <cmath>
 #include <limits>
 
@@ -17,7 +19,7 @@ void softmax_forward(const float* s, float* p, int64_t rows, int64_t cols, float
       if (!valid || valid[j]) max = std::max(max, scale * sr[j]);
     double sum = 0;
     for (int64_t j = 0; j < cols; ++j) {
-      const float e = (!valid || valid[j]) ? std::exp(scale * sr[j] - max) : 0.0f;
+      const float e = (!valid || valid[j]) ? fast_exp(scale * sr[j] - max) : 0.0f;
       pr[j] = e;
       sum += e;
     }

@@ -1,6 +1,7 @@
 #pragma once
 // Inverted dropout with masks drawn from Philox: element i of a site keeps its
-// value (scaled by 1/(1-p)) when its counter-based uniform is ≥ p. The mask is a
+// value (scaled by 1/(1-p)) when its counter-based 16-bit uniform is ≥ p (p is
+// resolved to 1/65536). The mask is a
 // pure function of (seed, stream, i), so backward regenerates it instead of
 // storing it, and results do not depend on the thread count.
 
