@@ -215,9 +215,13 @@ TEST_F(TrainTest, EvalAndFillMaskUseTheCheckpointAlone) {
   r = testing::run_linformer("fill-mask --checkpoint " + checkpoint + " \"no mask here\"");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("has no <mask>"));
+  // A run directory stands for its newest checkpoint; any other directory is an error.
   r = testing::run_linformer("eval --checkpoint " + run);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("using the newest checkpoint of run"));
+  r = testing::run_linformer("eval --checkpoint " + runs.path().string());
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("not a complete checkpoint directory"));
+  EXPECT_THAT(r.output, HasSubstr("is neither a complete checkpoint directory"));
 }
 
 }  // namespace

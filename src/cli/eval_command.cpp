@@ -14,7 +14,8 @@ void add_eval_command(CLI::App& app) {
       "eval",
       "Masked-LM perplexity and accuracy of a checkpoint on a prepared split or on raw text files (masks drawn "
       "with the recipe's seed and masking settings, the same every time).");
-  cmd->add_option("-c,--checkpoint", args->checkpoint, "Checkpoint directory, e.g. runs/default/checkpoints/checkpoint_00000600")
+  cmd->add_option("-c,--checkpoint", args->checkpoint, "Checkpoint directory (e.g. runs/default/checkpoints/checkpoint_00000450), or a run directory for "
+                  "its newest checkpoint")
       ->required()
       ->check(CLI::ExistingDirectory);
   auto* split = cmd->add_option("--split", args->split, "Prepared split to evaluate")
@@ -43,7 +44,9 @@ void add_fill_mask_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "fill-mask", "Top-k predictions with probabilities for each <mask> in a text, like Hugging Face's fill-mask.");
-  cmd->add_option("-c,--checkpoint", args->checkpoint, "Checkpoint directory")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("-c,--checkpoint", args->checkpoint, "Checkpoint directory, or a run directory for its newest checkpoint")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--top-k", args->top_k, "Predictions per mask")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("text", args->texts, "Text with one or more <mask>, e.g. \"The <mask> sat on the mat.\"")->required();
   cmd->callback([args] {

@@ -35,11 +35,21 @@ struct Loaded {
   std::unique_ptr<MlmModel> model;
 };
 
-Loaded load(const std::string& checkpoint, int64_t batch_size, int64_t max_masked) {
-  if (!fs::exists(fs::path(checkpoint) / "DONE"))
-    LF_FAIL("'{}' is not a complete checkpoint directory (expected a DONE marker, e.g. "
-            "runs/<name>/checkpoints/checkpoint_00000600)",
-            checkpoint);
+// A checkpoint directory, or a run directory standing for its newest complete checkpoint.
+std::string resolve_checkpoint(const std::string& path) {
+  if (fs::exists(fs::path(path) / "DONE")) return path;
+  const auto in_run = list_checkpoints((fs::path(path) / "checkpoints").string());
+  if (!in_run.empty()) {
+    spdlog::info("using the newest checkpoint of run {}: {}", path, in_run.back().path);
+    return in_run.back().path;
+  }
+  LF_FAIL("'{}' is neither a complete checkpoint directory (with a DONE marker, e.g. "
+          "runs/<name>/checkpoints/checkpoint_00000600) nor a run directory with one",
+          path);
+}
+
+Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked) {
+  const std::string checkpoint = resolve_checkpoint(requested);
   verify_checkpoint(checkpoint);
   Loaded l{config::load_recipe((fs::path(checkpoint) / "recipe.toml").string()),
            data::Tokenizer::load((fs::path(checkpoint) / "tokenizer.model").string()), nullptr};
