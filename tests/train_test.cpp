@@ -152,14 +152,23 @@ TEST_F(TrainTest, RefusesAnIncompatibleResumeAndAnAccidentalRestart) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("--resume auto"));
   }
-  // Fine-tuning style: other shape of nothing, fresh optimizer and schedule.
+  // Fine-tuning style: fresh optimizer, schedule and data position, into a new run directory.
   TrainOptions o;
   o.recipe_path = recipe_;
   o.overrides = {"train.max_updates=3"};
   o.run_dir = run;
   o.resume = "auto";
   o.reset_optimizer = o.reset_schedule = o.reset_data = true;
+  try {
+    run_training(o);  // the same directory: its update numbers would collide with the old ones
+    FAIL() << "a schedule reset wrote into a run directory with checkpoints";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("write into a new --run-dir"));
+  }
+  o.resume = list_checkpoints(run + "/checkpoints").back().path;
+  o.run_dir = (runs.path() / "finetune").string();
   EXPECT_EQ(run_training(o).updates, 3);
+  EXPECT_EQ(list_checkpoints(o.run_dir + "/checkpoints").back().update, 3);
 }
 
 TEST_F(TrainTest, MissingPreparedDataSaysWhatToRun) {

@@ -110,7 +110,14 @@ TrainSummary run_training(const TrainOptions& options) {
     if (!fs::exists(fs::path(options.resume) / "DONE"))
       LF_FAIL("--resume {}: not a complete checkpoint directory (no DONE marker)", options.resume);
     resume_from = options.resume;
-  } else if (!list_checkpoints(checkpoints_dir).empty()) {
+  }
+  // A schedule reset numbers updates from 0 again: its checkpoints must not share a directory
+  // with higher-numbered ones, or a later --resume auto would pick the old run's.
+  if (options.reset_schedule && !list_checkpoints(checkpoints_dir).empty())
+    LF_FAIL("--reset-schedule starts the update count again: write into a new --run-dir (resume from "
+            "--resume {}/checkpoints/checkpoint_…) so that its checkpoints are not mixed with the old ones",
+            run_dir);
+  if (options.resume.empty() && !list_checkpoints(checkpoints_dir).empty()) {
     LF_FAIL("run directory '{}' already has checkpoints: continue it with --resume auto, or choose another --run-dir",
             run_dir);
   }
