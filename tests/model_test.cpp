@@ -242,6 +242,46 @@ TEST(Model, RejectsBadBatches) {
   EXPECT_THROW(model.forward(big.view(), Pass{}), Error);
 }
 
+// ---- inference models ------------------------------------------------------------------------
+// An inference model shares one buffer per cache role across layers and applies GELU in place;
+// it must compute exactly what a training model computes, in less memory.
+
+class InferenceModel : public ::testing::TestWithParam<nlohmann::json> {};
+
+TEST_P(InferenceModel, MatchesTheTrainingModelInLessMemory) {
+  const ModelSpec spec = testing::tiny_spec(GetParam());
+  const OwnedBatch batch = testing::random_batch(12, {12, 9, 5}, spec.vocab_size, 3);
+  MlmModel training(spec, batch.B, 16), inference(spec, batch.B, 16, WorkspaceUse::inference);
+  training.params().initialize(5);
+  perturb(training.params(), 6, 0.1f);
+  std::memcpy(inference.params().values().data(), training.params().values().data(),
+              training.params().values().layout().bytes());
+  const StepResult a = training.forward(batch.view(), Pass{});
+  const StepResult b = inference.forward(batch.view(), Pass{});
+  EXPECT_EQ(a.loss_sum, b.loss_sum);
+  EXPECT_EQ(a.correct, b.correct);
+  const auto la = training.logits(), lb = inference.logits();
+  ASSERT_EQ(la.numel(), lb.numel());
+  EXPECT_EQ(0, std::memcmp(la.data(), lb.data(), sizeof(float) * static_cast<size_t>(la.numel())));
+  const auto ea = training.encoder_output(), eb = inference.encoder_output();
+  for (int64_t i = 0; i < ea.numel(); ++i) ASSERT_EQ(ea.data()[i], eb.data()[i]) << i;
+
+  EXPECT_LT(inference.activation_bytes(), training.activation_bytes() * 2 / 3);
+  EXPECT_EQ(inference.activation_bytes(),
+            MlmModel::planned_activation_bytes(spec, batch.B, 16, WorkspaceUse::inference));
+  EXPECT_EQ(training.activation_bytes(), MlmModel::planned_activation_bytes(spec, batch.B, 16, WorkspaceUse::training));
+  EXPECT_THAT([&] { inference.forward_backward(batch.view(), Pass{}, 1.0f); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("inference model")));
+  EXPECT_THAT([&] { inference.forward(batch.view(), Pass{true, 1, 1}); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("inference model")));
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, InferenceModel,
+                         ::testing::Values(nlohmann::json{{"attention", "full"}},
+                                           nlohmann::json{{"sharing", "layerwise"}, {"layers", 3}, {"k_per_layer", {4, 4, 4}}},
+                                           nlohmann::json{{"k_per_layer", {4, 8}}, {"norm", "pre"}},
+                                           nlohmann::json{{"projection", "max"}, {"dropout", 0.1}}));
+
 // ---- weights files -------------------------------------------------------------------------
 
 TEST(WeightsFile, RoundTripAndSelfDescription) {

@@ -60,18 +60,19 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
     proj_f_ = shared_kv ? proj_e_ : projection(p + "proj_f");
   }
   const int64_t rows = max_batch * n_, S = linformer_ ? K_ : n_;
-  const std::string l = "layer" + std::to_string(layer) + ".attn.";
-  qkv_ = ws.reserve(l + "qkv", rows * 3 * C_);
-  kc_ = linformer_ ? ws.reserve(l + "kc", max_batch * K_ * C_) : -1;
-  vc_ = linformer_ ? ws.reserve(l + "vc", max_batch * K_ * C_) : -1;
-  probs_ = ws.reserve(l + "probs", max_batch * H_ * n_ * S);
-  probs_dropped_ = spec.attention_dropout > 0 ? ws.reserve(l + "probs_dropped", max_batch * H_ * n_ * S) : -1;
-  ctx_ = ws.reserve(l + "ctx", rows * C_);
-  d_ctx_ = ws.reserve_shared("attn.d_ctx", rows * C_);
-  d_probs_ = ws.reserve_shared("attn.d_probs", max_batch * H_ * n_ * S);
-  d_qkv_ = ws.reserve_shared("attn.d_qkv", rows * 3 * C_);
-  d_kc_ = linformer_ ? ws.reserve_shared("attn.d_kc", max_batch * K_ * C_) : -1;
-  d_vc_ = linformer_ ? ws.reserve_shared("attn.d_vc", max_batch * K_ * C_) : -1;
+  // Caches (forward fills, backward reads) and backward scratch.
+  qkv_ = ws.reserve_cache(layer, "attn.qkv", rows * 3 * C_);
+  kc_ = linformer_ ? ws.reserve_cache(layer, "attn.kc", max_batch * K_ * C_) : -1;
+  vc_ = linformer_ ? ws.reserve_cache(layer, "attn.vc", max_batch * K_ * C_) : -1;
+  probs_ = ws.reserve_cache(layer, "attn.probs", max_batch * H_ * n_ * S);
+  const bool dropout = spec.attention_dropout > 0 && !ws.inference();
+  probs_dropped_ = dropout ? ws.reserve_cache(layer, "attn.probs_dropped", max_batch * H_ * n_ * S) : -1;
+  ctx_ = ws.reserve_cache(layer, "attn.ctx", rows * C_);
+  d_ctx_ = ws.reserve_backward("attn.d_ctx", rows * C_);
+  d_probs_ = ws.reserve_backward("attn.d_probs", max_batch * H_ * n_ * S);
+  d_qkv_ = ws.reserve_backward("attn.d_qkv", rows * 3 * C_);
+  d_kc_ = linformer_ ? ws.reserve_backward("attn.d_kc", max_batch * K_ * C_) : -1;
+  d_vc_ = linformer_ ? ws.reserve_backward("attn.d_vc", max_batch * K_ * C_) : -1;
 }
 
 TensorView<float> Attention::qkv_part(TensorView<float> qkv, int which) const {

@@ -17,7 +17,7 @@ Embedding::Embedding(const ModelSpec& spec, const Parameters& params, Workspace&
   sum_ = ws.reserve("embed.sum", rows * spec.d_model);
   mean_ = ws.reserve("embed.mean", rows);
   rstd_ = ws.reserve("embed.rstd", rows);
-  d_sum_ = ws.reserve_shared("embed.d_sum", rows * spec.d_model);
+  d_sum_ = ws.reserve_backward("embed.d_sum", rows * spec.d_model);
 }
 
 void Embedding::forward(const BatchGeometry& g, const int32_t* ids, TensorView<float> y, const Pass& pass) {

@@ -43,18 +43,17 @@ EncoderBlock::EncoderBlock(const ModelSpec& spec, const Parameters& params, Work
   ln_attn_ = LayerNorm(params, p + "ln_attn");
   ln_ffn_ = LayerNorm(params, p + "ln_ffn");
   const int64_t rows = max_batch * spec.seq_len, C = spec.d_model;
-  const std::string l = "layer" + std::to_string(layer) + ".";
-  a_ = ws.reserve(l + "a", rows * C);
-  h_ = ws.reserve(l + "h", rows * C);
-  f_ = spec.norm == config::NormPlacement::post ? ws.reserve(l + "f", rows * C) : -1;
-  attn_in_ = spec.norm == config::NormPlacement::pre ? ws.reserve(l + "attn_in", rows * C) : -1;
-  mean1_ = ws.reserve(l + "mean1", rows);
-  rstd1_ = ws.reserve(l + "rstd1", rows);
-  mean2_ = ws.reserve(l + "mean2", rows);
-  rstd2_ = ws.reserve(l + "rstd2", rows);
+  a_ = ws.reserve_cache(layer, "a", rows * C);
+  h_ = ws.reserve_cache(layer, "h", rows * C);
+  f_ = spec.norm == config::NormPlacement::post ? ws.reserve_cache(layer, "f", rows * C) : -1;
+  attn_in_ = spec.norm == config::NormPlacement::pre ? ws.reserve_cache(layer, "attn_in", rows * C) : -1;
+  mean1_ = ws.reserve_cache(layer, "mean1", rows);
+  rstd1_ = ws.reserve_cache(layer, "rstd1", rows);
+  mean2_ = ws.reserve_cache(layer, "mean2", rows);
+  rstd2_ = ws.reserve_cache(layer, "rstd2", rows);
   branch_ = ws.reserve_shared("block.branch", rows * C);
-  d_branch_ = ws.reserve_shared("block.d_branch", rows * C);
-  d_mid_ = ws.reserve_shared("block.d_mid", rows * C);
+  d_branch_ = ws.reserve_backward("block.d_branch", rows * C);
+  d_mid_ = ws.reserve_backward("block.d_mid", rows * C);
 }
 
 void EncoderBlock::forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y,

@@ -10,10 +10,10 @@ FeedForward::FeedForward(const ModelSpec& spec, const Parameters& params, Worksp
   const std::string p = "layers." + std::to_string(layer) + ".ffn.";
   fc1_ = Linear(params, p + "fc1");
   fc2_ = Linear(params, p + "fc2");
-  const std::string l = "layer" + std::to_string(layer) + ".ffn.";
-  pre_ = ws.reserve(l + "pre", max_rows * spec.ffn_dim);
-  act_ = ws.reserve(l + "act", max_rows * spec.ffn_dim);
-  d_act_ = ws.reserve_shared("ffn.d_act", max_rows * spec.ffn_dim);
+  pre_ = ws.reserve_cache(layer, "ffn.pre", max_rows * spec.ffn_dim);
+  // Backward needs GELU's input; inference applies GELU in place.
+  act_ = ws.inference() ? pre_ : ws.reserve_cache(layer, "ffn.act", max_rows * spec.ffn_dim);
+  d_act_ = ws.reserve_backward("ffn.d_act", max_rows * spec.ffn_dim);
 }
 
 void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const Pass& pass) {

@@ -24,8 +24,8 @@ MlmHead::MlmHead(const ModelSpec& spec, const Parameters& params, Workspace& ws,
   mean_ = ws.reserve("head.mean", M);
   rstd_ = ws.reserve("head.rstd", M);
   logits_ = ws.reserve("head.logits", M * spec.vocab_size);
-  d_a_ = ws.reserve_shared("head.d_a", M * C);
-  d_b_ = ws.reserve_shared("head.d_b", M * C);
+  d_a_ = ws.reserve_backward("head.d_a", M * C);
+  d_b_ = ws.reserve_backward("head.d_b", M * C);
 }
 
 TensorView<float> MlmHead::logits(int64_t M) const { return ws_.view(logits_, Shape{M, spec_.vocab_size}); }

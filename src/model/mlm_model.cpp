@@ -19,14 +19,26 @@ void MlmModel::timed(std::vector<double>& seconds, size_t index, Body&& body) {
   seconds[index] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-MlmModel::MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked)
-    : spec_(spec), max_batch_(max_batch), max_masked_(max_masked), params_(spec) {
+MlmModel::MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked, WorkspaceUse use)
+    : MlmModel(spec, max_batch, max_masked, use, PlanOnly{}) {
+  ws_.allocate();
+}
+
+size_t MlmModel::planned_activation_bytes(const ModelSpec& spec, int64_t max_batch, int64_t max_masked,
+                                          WorkspaceUse use) {
+  return MlmModel(spec, max_batch, max_masked, use, PlanOnly{}).ws_.planned_bytes();
+}
+
+MlmModel::MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked, WorkspaceUse use, PlanOnly)
+    : spec_(spec), max_batch_(max_batch), max_masked_(max_masked), params_(spec), ws_(use) {
   LF_CHECK(max_batch > 0 && max_masked > 0, "model capacity: batch {} and masked positions {} must be positive",
            max_batch, max_masked);
   const int64_t rows = max_batch * spec.seq_len, C = spec.d_model;
   embedding_ = std::make_unique<Embedding>(spec_, params_, ws_, max_batch);
   for (int l = 0; l < spec.layers; ++l) blocks_.push_back(std::make_unique<EncoderBlock>(spec_, params_, ws_, l, max_batch));
-  for (int l = 0; l <= spec.layers; ++l) hidden_.push_back(ws_.reserve("hidden" + std::to_string(l), rows * C));
+  for (int l = 0; l <= spec.layers; ++l)
+    hidden_.push_back(ws_.inference() ? ws_.reserve_shared(l % 2 ? "hidden.odd" : "hidden.even", rows * C)
+                                      : ws_.reserve("hidden" + std::to_string(l), rows * C));
   final_ = final_mean_ = final_rstd_ = -1;
   if (spec.norm == config::NormPlacement::pre) {
     final_ln_ = std::make_unique<LayerNorm>(params_, "final_ln");
@@ -35,9 +47,8 @@ MlmModel::MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked)
     final_rstd_ = ws_.reserve("final.rstd", rows);
   }
   head_ = std::make_unique<MlmHead>(spec_, params_, ws_, max_masked);
-  d_hidden_a_ = ws_.reserve_shared("d_hidden.a", rows * C);
-  d_hidden_b_ = ws_.reserve_shared("d_hidden.b", rows * C);
-  ws_.allocate();
+  d_hidden_a_ = ws_.reserve_backward("d_hidden.a", rows * C);
+  d_hidden_b_ = ws_.reserve_backward("d_hidden.b", rows * C);
   key_valid_.resize(static_cast<size_t>(rows));
   stage_times_.names.push_back("embedding");
   for (int l = 0; l < spec.layers; ++l) stage_times_.names.push_back("block " + std::to_string(l));
@@ -67,6 +78,7 @@ void MlmModel::check_batch(const MlmBatchView& b) const {
 
 StepResult MlmModel::run_forward(const MlmBatchView& batch, const Pass& pass, float grad_scale) {
   check_batch(batch);
+  LF_CHECK(!(pass.training && ws_.inference()), "an inference model cannot run a training pass (dropout)");
   geometry_ = {batch.B, batch.T, batch.lengths};
   last_masked_ = batch.M;
   const int64_t C = spec_.d_model;
@@ -103,6 +115,7 @@ StepResult MlmModel::forward(const MlmBatchView& batch, const Pass& pass) { retu
 
 StepResult MlmModel::forward_backward(const MlmBatchView& batch, const Pass& pass, float grad_scale) {
   LF_CHECK(grad_scale != 0.0f, "forward_backward needs a non-zero gradient scale");
+  LF_CHECK(!ws_.inference(), "forward_backward on an inference model (it keeps no activations for backward)");
   const StepResult result = run_forward(batch, pass, grad_scale);
   const int64_t C = spec_.d_model, rows = geometry_.rows();
   const Shape shaped{batch.B, batch.T, C};

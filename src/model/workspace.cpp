@@ -23,6 +23,21 @@ int Workspace::reserve_shared(const std::string& name, int64_t max_numel) {
   return static_cast<int>(requests_.size()) - 1;
 }
 
+int Workspace::reserve_cache(int layer, const std::string& role, int64_t max_numel) {
+  return inference() ? reserve_shared(role, max_numel) : reserve("layer" + std::to_string(layer) + "." + role, max_numel);
+}
+
+int Workspace::reserve_backward(const std::string& name, int64_t max_numel) {
+  return inference() ? kNoBuffer : reserve_shared(name, max_numel);
+}
+
+size_t Workspace::planned_bytes() const {
+  if (arena_) return arena_->layout().bytes();
+  ArenaLayout layout(sizeof(float));
+  for (const auto& r : requests_) layout.add(r.name, Shape{r.numel});
+  return layout.bytes();
+}
+
 void Workspace::allocate() {
   LF_CHECK(!arena_, "workspace allocated twice");
   ArenaLayout layout(sizeof(float));
@@ -34,6 +49,7 @@ size_t Workspace::bytes() const { return arena_ ? arena_->layout().bytes() : 0; 
 
 TensorView<float> Workspace::view(int id, Shape shape) const {
   LF_CHECK(arena_, "workspace used before allocation");
+  LF_CHECK(id != kNoBuffer, "a backward buffer was used in an inference workspace");
   const auto& r = requests_.at(id);
   LF_CHECK(shape.numel() <= r.numel, "buffer '{}' holds {} values, {} needs {}", r.name, r.numel, shape.str(),
            shape.numel());

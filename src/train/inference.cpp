@@ -57,7 +57,7 @@ Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked
   const ModelSpec spec = read_weights_spec(weights);
   if (batch_size <= 0) batch_size = l.recipe.train.batch_size;
   if (max_masked <= 0) max_masked = max_masked_per_batch(l.recipe.masking, batch_size, spec.seq_len);
-  l.model = std::make_unique<MlmModel>(spec, batch_size, max_masked);
+  l.model = std::make_unique<MlmModel>(spec, batch_size, max_masked, WorkspaceUse::inference);
   load_weights(weights, l.model->params());
   return l;
 }

@@ -42,7 +42,15 @@ struct StepResult {
 
 class MlmModel {
  public:
-  MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked);
+  // An inference model (WorkspaceUse::inference) has forward() only and keeps one
+  // layer's activations at a time.
+  MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked,
+           WorkspaceUse use = WorkspaceUse::training);
+
+  // Bytes of activations such a model would allocate, found without allocating them
+  // (bench attention sizes its batches with it). Builds the parameters.
+  static size_t planned_activation_bytes(const ModelSpec& spec, int64_t max_batch, int64_t max_masked,
+                                         WorkspaceUse use);
 
   const ModelSpec& spec() const { return spec_; }
   Parameters& params() { return params_; }
@@ -50,6 +58,7 @@ class MlmModel {
   size_t activation_bytes() const { return ws_.bytes(); }
 
   // Loss only; afterwards logits() and encoder_output() describe this batch.
+  // pass.training (dropout) needs a training model.
   StepResult forward(const MlmBatchView& batch, const Pass& pass);
   // Loss and gradients: the gradient of grad_scale · loss_sum ACCUMULATES into params().grads().
   // For a mean over an update, grad_scale = 1 / (masked tokens in all its micro-batches).
@@ -63,6 +72,8 @@ class MlmModel {
   TensorView<const float> encoder_output() const;  // (B, T, C), after forward()
 
  private:
+  struct PlanOnly {};
+  MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked, WorkspaceUse use, PlanOnly);
   void check_batch(const MlmBatchView& batch) const;
   StepResult run_forward(const MlmBatchView& batch, const Pass& pass, float grad_scale);
 
@@ -74,7 +85,8 @@ class MlmModel {
   std::vector<std::unique_ptr<EncoderBlock>> blocks_;
   std::unique_ptr<LayerNorm> final_ln_;
   std::unique_ptr<MlmHead> head_;
-  std::vector<int> hidden_;  // hidden_[l]: the input of block l (B, T, C); hidden_[L] the last output
+  // hidden_[l]: the input of block l (B, T, C); hidden_[L] the last output. Inference: two buffers, alternating.
+  std::vector<int> hidden_;
   int final_, final_mean_, final_rstd_, d_hidden_a_, d_hidden_b_;
   std::vector<uint8_t> key_valid_;  // (B, T): 1 at real tokens
   BatchGeometry geometry_;
