@@ -1,11 +1,15 @@
 // The bench commands run and their FLOP count is the one documented.
 
+#include "linformer/bench/attention_bench.h"
 #include "linformer/bench/train_bench.h"
 #include "model_test_util.h"
 #include "linformer/core/fs.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
 
 namespace linformer {
 namespace {
@@ -41,6 +45,85 @@ TEST(BenchTrain, CommandReportsThroughputAndWritesJson) {
   EXPECT_GT(j.at("measured_fp32_matmul_peak_gflops").get<double>(), 0);
   ASSERT_EQ(j.at("stages").size(), 4u);  // embedding, 2 blocks, head
   EXPECT_GT(j.at("stages")[1].at("backward_ms").get<double>(), 0);
+}
+
+// ---- bench attention -----------------------------------------------------------------------
+
+TEST(BenchAttention, ParsesMemorySizes) {
+  EXPECT_EQ(parse_memory_size("16GiB"), size_t{16} << 30);
+  EXPECT_EQ(parse_memory_size("16G"), size_t{16} << 30);
+  EXPECT_EQ(parse_memory_size("1.5KiB"), 1536u);
+  EXPECT_EQ(parse_memory_size("500MB"), 500000000u);
+  EXPECT_EQ(parse_memory_size("4096"), 4096u);
+  for (const char* bad : {"", "GiB", "-1G", "16 apples", "0", "nan"})
+    EXPECT_THAT([&] { parse_memory_size(bad); }, ::testing::ThrowsMessage<Error>(HasSubstr("memory size"))) << bad;
+}
+
+// The CSV's rows by (n, k): k = 0 is full attention.
+std::map<std::pair<int64_t, int64_t>, std::map<std::string, std::string>> read_cells(const std::string& csv) {
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  std::stringstream hs(line);
+  for (std::string field; std::getline(hs, field, ',');) header.push_back(field);
+  std::map<std::pair<int64_t, int64_t>, std::map<std::string, std::string>> cells;
+  while (std::getline(in, line)) {
+    std::map<std::string, std::string> row;
+    std::stringstream ls(line);
+    std::string field;
+    for (size_t i = 0; i < header.size() && std::getline(ls, field, ','); ++i) row[header[i]] = field;
+    cells[{std::stoll(row.at("n")), std::stoll(row.at("k"))}] = row;
+  }
+  return cells;
+}
+
+TEST(BenchAttention, TableAndCsvForEveryCellWithKBelowN) {
+  testing::TempDir dir;
+  const std::string csv = (dir.path() / "attention.csv").string();
+  const auto r = testing::run_linformer(
+      "bench attention --recipe recipes/ci/tiny.toml --lengths 64 128 --ks 16 32 64 --repeats 1 --max-batch 2 --csv " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("| n \\ k | 16 | 32 | 64 |"));
+  EXPECT_THAT(r.output, HasSubstr("The paper (V100 16 GB, Table 3)"));
+  const auto cells = read_cells(read_file(csv));
+  ASSERT_EQ(cells.size(), 7u);  // full at 64 and 128; (64, 16), (64, 32), (128, 16), (128, 32), (128, 64)
+  EXPECT_EQ(cells.count({64, 64}), 0u);
+  for (const auto& [key, row] : cells) {
+    EXPECT_EQ(row.at("status"), "measured") << key.first << "," << key.second;
+    EXPECT_GT(std::stod(row.at("seconds_per_sequence")), 0);
+    EXPECT_EQ(row.at("timed_batch"), "2");
+  }
+  // Independently of the workspace plan: per sequence, full attention keeps one (H, n, n)
+  // probability buffer where Linformer keeps (H, n, k) plus the compressed K̃ and Ṽ (k, C)
+  // (every other buffer is the same; each buffer may round up by one 64-byte line).
+  const int64_t H = 2, C = 32, buffers = 24;
+  for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{{64, 16}, {64, 32}, {128, 16}, {128, 64}}) {
+    const double full = std::stod(cells.at({n, 0}).at("bytes_per_sequence"));
+    const double lin = std::stod(cells.at({n, k}).at("bytes_per_sequence"));
+    EXPECT_NEAR(full - lin, 4.0 * (H * n * n - H * n * k - 2 * k * C), 64.0 * buffers) << n << "," << k;
+    EXPECT_NEAR(std::stod(cells.at({n, k}).at("memory_saving")), full / lin, 1e-3 * full / lin);
+  }
+}
+
+TEST(BenchAttention, CellsOverTheBudgetOrTheTimeLimitAreReportedNotRun) {
+  testing::TempDir dir;
+  const std::string csv = (dir.path() / "attention.csv").string();
+  auto r = testing::run_linformer("bench attention --recipe recipes/ci/tiny.toml --lengths 32 --ks 8 --memory-budget 1KiB --csv " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("over memory budget"));
+  for (const auto& [key, row] : read_cells(read_file(csv))) {
+    EXPECT_EQ(row.at("status"), "over memory budget");
+    EXPECT_EQ(row.at("max_batch"), "0");
+    EXPECT_EQ(row.at("seconds_per_sequence"), "");
+    EXPECT_GT(std::stod(row.at("bytes_per_sequence")), 0);  // still known
+  }
+  r = testing::run_linformer("bench attention --recipe recipes/ci/tiny.toml --lengths 32 --ks 8 --time-limit 1e-9 --csv " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const auto& [key, row] : read_cells(read_file(csv))) EXPECT_EQ(row.at("status"), "over time limit");
+  r = testing::run_linformer("bench attention --recipe recipes/ci/tiny.toml --memory-budget 12parsecs");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("unknown unit 'parsecs'"));
 }
 
 }  // namespace

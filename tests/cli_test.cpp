@@ -63,14 +63,6 @@ TEST(Cli, MisspeltKeyFailsWithFileKeyAndSuggestion) {
   EXPECT_THAT(r.output, Not(HasSubstr("[model]")));  // nothing printed as if it had worked
 }
 
-TEST(Cli, UnimplementedCommandsSaySoAndExitWithThree) {
-  for (const char* command : {"bench attention"}) {
-    const auto r = run_linformer(command);
-    EXPECT_EQ(r.exit_code, 3) << command << ": " << r.output;
-    EXPECT_THAT(r.output, HasSubstr("not implemented yet")) << command;
-  }
-}
-
 TEST(Cli, OptionsPrintsTheReference) {
   const auto r = run_linformer("options");
   EXPECT_EQ(r.exit_code, 0);

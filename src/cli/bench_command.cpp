@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "linformer/bench/attention_bench.h"
 #include "linformer/bench/train_bench.h"
 #include "linformer/config/recipe_loader.h"
 #include "linformer/core/check.h"
@@ -13,6 +14,13 @@
 namespace linformer::cli {
 
 namespace {
+struct BenchAttentionArgs {
+  RecipeArgs recipe;
+  AttentionBenchOptions options;
+  std::string memory_budget = "16GiB";
+  std::string csv;
+};
+
 struct BenchTrainArgs {
   RecipeArgs recipe;
   int warmup = 2;
@@ -67,9 +75,40 @@ void add_bench_command(CLI::App& app) {
     if (!args->json.empty()) write_file_atomic(args->json, to_json(r, spec) + "\n");
   });
 
+  auto att = std::make_shared<BenchAttentionArgs>();
   CLI::App* attention = cmd->add_subcommand(
-      "attention", "The paper's Table 3 on this machine: Linformer vs full attention, time and memory per sequence.");
-  attention->callback([] { throw NotImplemented("linformer bench attention"); });
+      "attention",
+      "The paper's Table 3 on this machine: the recipe's encoder with Linformer (layerwise sharing) against full "
+      "attention, inference only, for each n and k < n: time and activation memory per sequence, speed-up and "
+      "memory-saving ratios, the largest batch within the memory budget.");
+  att->recipe.add_to(*attention);
+  attention->add_option("--lengths", att->options.lengths, "Sequence lengths n")->capture_default_str()->check(CLI::PositiveNumber);
+  attention->add_option("--ks", att->options.ks, "Projected lengths k (each run where k < n)")->capture_default_str()->check(CLI::PositiveNumber);
+  attention->add_option("--memory-budget", att->memory_budget,
+                        "Memory for parameters and a batch's activations (e.g. 16GiB, 8G, 500MB)")
+      ->capture_default_str();
+  attention->add_option("--time-limit", att->options.time_limit_s, "Seconds per cell for its timed passes; a cell whose one sequence is estimated to take longer is reported, not run")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  attention->add_option("--max-batch", att->options.max_timed_batch, "Largest batch actually timed (the largest batch within the budget is reported either way)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  attention->add_option("--repeats", att->options.repeats, "Timed passes per cell after one warm-up pass (fewer if the time limit says so)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  attention->add_option("--csv", att->csv, "Also write one row per cell to this CSV file");
+  attention->callback([att] {
+    const auto recipe = config::load_recipe(att->recipe.path, att->recipe.overrides);
+    att->options.memory_budget_bytes = parse_memory_size(att->memory_budget);
+    const AttentionBenchResult r = bench_attention(recipe, att->options, [](const AttentionCell& c) {
+      const bool measured = c.status == CellStatus::measured;
+      std::cerr << fmt::format("n {:>6} {:<16} {:<20} {:>9.1f} MiB/sequence, largest batch {}{}\n", c.n,
+                               c.k ? fmt::format("Linformer k={}", c.k) : std::string("full"), status_name(c.status),
+                               static_cast<double>(c.bytes_per_sequence) / (1 << 20), c.max_batch,
+                               measured ? fmt::format(", {:.1f} ms/sequence at batch {}", c.seconds_per_sequence * 1e3,
+                                                      c.timed_batch)
+                                        : std::string());
+    });
+    std::cout << format_attention_table(r, att->options);
+    if (!att->csv.empty()) write_file_atomic(att->csv, attention_csv(r));
+  });
 }
 
 }  // namespace linformer::cli

@@ -51,9 +51,6 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
-  } catch (const linformer::NotImplemented& e) {
-    spdlog::error("{}", e.what());
-    return 3;
   } catch (const linformer::Error& e) {
     spdlog::error("{}", e.what());
     return 1;

@@ -19,13 +19,6 @@ class Error : public std::runtime_error {
   explicit Error(std::string message) : std::runtime_error(std::move(message)) {}
 };
 
-// Raised for a feature that is declared but not built yet (the CLI exits with
-// its own code so scripts can tell it apart from bad input).
-class NotImplemented : public Error {
- public:
-  explicit NotImplemented(const std::string& what) : Error(what + ": not implemented yet") {}
-};
-
 namespace detail {
 [[noreturn]] void throw_check_failure(const char* condition, const char* file, int line,
                                       const std::string& message);
