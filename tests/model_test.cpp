@@ -276,6 +276,23 @@ TEST_P(InferenceModel, MatchesTheTrainingModelInLessMemory) {
               ::testing::ThrowsMessage<Error>(HasSubstr("inference model")));
 }
 
+TEST(InferenceModelChunks, FeedForwardInRowChunksMatchesOneChunk) {
+  // 20 × 128 = 2560 rows: the inference feed-forward runs them as 2048 + 512.
+  const ModelSpec spec = testing::tiny_spec({{"seq_len", 128}, {"k_per_layer", {16, 16}}});
+  std::vector<int32_t> lengths(20, 128);
+  lengths[19] = 77;
+  const OwnedBatch batch = testing::random_batch(128, lengths, spec.vocab_size, 4);
+  const int64_t M = static_cast<int64_t>(batch.masked_positions.size());
+  MlmModel training(spec, 20, M), inference(spec, 20, M, WorkspaceUse::inference);
+  training.params().initialize(5);
+  std::memcpy(inference.params().values().data(), training.params().values().data(),
+              training.params().values().layout().bytes());
+  const double a = training.forward(batch.view(), Pass{}).loss_sum, b = inference.forward(batch.view(), Pass{}).loss_sum;
+  EXPECT_NEAR(a, b, 1e-6 * std::abs(a));
+  const auto ea = training.encoder_output(), eb = inference.encoder_output();
+  for (int64_t i = 0; i < ea.numel(); ++i) ASSERT_NEAR(ea.data()[i], eb.data()[i], 1e-5) << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, InferenceModel,
                          ::testing::Values(nlohmann::json{{"attention", "full"}},
                                            nlohmann::json{{"sharing", "layerwise"}, {"layers", 3}, {"k_per_layer", {4, 4, 4}}},

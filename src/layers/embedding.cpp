@@ -14,7 +14,7 @@ Embedding::Embedding(const ModelSpec& spec, const Parameters& params, Workspace&
       d_positions_(params.grad("embed.positions")),
       ln_(params, "embed.ln") {
   const int64_t rows = max_batch * spec.seq_len;
-  sum_ = ws.reserve("embed.sum", rows * spec.d_model);
+  sum_ = ws.inference() ? Workspace::kNoBuffer : ws.reserve("embed.sum", rows * spec.d_model);
   mean_ = ws.reserve("embed.mean", rows);
   rstd_ = ws.reserve("embed.rstd", rows);
   d_sum_ = ws.reserve_backward("embed.d_sum", rows * spec.d_model);
@@ -22,7 +22,8 @@ Embedding::Embedding(const ModelSpec& spec, const Parameters& params, Workspace&
 
 void Embedding::forward(const BatchGeometry& g, const int32_t* ids, TensorView<float> y, const Pass& pass) {
   const int64_t C = spec_.d_model, rows = g.rows();
-  const TensorView<float> sum = ws_.view(sum_, Shape{rows, C});
+  // Inference keeps no sum for backward: it is normalised in place in y.
+  const TensorView<float> sum = ws_.inference() ? y.reshape(Shape{rows, C}) : ws_.view(sum_, Shape{rows, C});
   const float* tok = tokens_.data();
   const float* pos = positions_.data();
 #pragma omp parallel for schedule(static)

@@ -5,7 +5,7 @@
 namespace linformer {
 
 namespace {
-// y = x + dropout(branch), in place on branch when y aliases it is not allowed: y is distinct.
+// y = x + dropout(branch); y may be branch itself (elementwise).
 void residual_add(TensorView<const float> x, TensorView<float> branch, TensorView<float> y, float p, const Pass& pass,
                   uint64_t stream) {
   if (pass.training) dropout_apply(branch.data(), branch.data(), branch.numel(), p, pass.seed, stream);
@@ -43,15 +43,20 @@ EncoderBlock::EncoderBlock(const ModelSpec& spec, const Parameters& params, Work
   ln_attn_ = LayerNorm(params, p + "ln_attn");
   ln_ffn_ = LayerNorm(params, p + "ln_ffn");
   const int64_t rows = max_batch * spec.seq_len, C = spec.d_model;
-  a_ = ws.reserve_cache(layer, "a", rows * C);
-  h_ = ws.reserve_cache(layer, "h", rows * C);
-  f_ = spec.norm == config::NormPlacement::post ? ws.reserve_cache(layer, "f", rows * C) : -1;
-  attn_in_ = spec.norm == config::NormPlacement::pre ? ws.reserve_cache(layer, "attn_in", rows * C) : -1;
+  const bool post = spec.norm == config::NormPlacement::post;
+  branch_ = ws.reserve_shared("block.branch", rows * C);
+  attn_in_ = post ? -1 : ws.reserve_cache(layer, "attn_in", rows * C);
+  // Inference keeps nothing for backward, so buffers whose contents are dead by the time
+  // they are written share: post-LN a and f are written over the branch they sum; pre-LN h
+  // over attn_in.
+  const bool inference = ws.inference();
+  a_ = inference && post ? branch_ : ws.reserve_cache(layer, "a", rows * C);
+  h_ = inference && !post ? attn_in_ : ws.reserve_cache(layer, "h", rows * C);
+  f_ = !post ? -1 : inference ? branch_ : ws.reserve_cache(layer, "f", rows * C);
   mean1_ = ws.reserve_cache(layer, "mean1", rows);
   rstd1_ = ws.reserve_cache(layer, "rstd1", rows);
   mean2_ = ws.reserve_cache(layer, "mean2", rows);
   rstd2_ = ws.reserve_cache(layer, "rstd2", rows);
-  branch_ = ws.reserve_shared("block.branch", rows * C);
   d_branch_ = ws.reserve_backward("block.d_branch", rows * C);
   d_mid_ = ws.reserve_backward("block.d_mid", rows * C);
 }

@@ -3,6 +3,8 @@
 #include "linformer/kernels/activation.h"
 #include "linformer/kernels/dropout.h"
 
+#include <algorithm>
+
 namespace linformer {
 
 FeedForward::FeedForward(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_rows)
@@ -10,21 +12,26 @@ FeedForward::FeedForward(const ModelSpec& spec, const Parameters& params, Worksp
   const std::string p = "layers." + std::to_string(layer) + ".ffn.";
   fc1_ = Linear(params, p + "fc1");
   fc2_ = Linear(params, p + "fc2");
-  pre_ = ws.reserve_cache(layer, "ffn.pre", max_rows * spec.ffn_dim);
+  chunk_rows_ = ws.inference() ? std::min(max_rows, kInferenceChunkRows) : max_rows;
+  pre_ = ws.reserve_cache(layer, "ffn.pre", chunk_rows_ * spec.ffn_dim);
   // Backward needs GELU's input; inference applies GELU in place.
-  act_ = ws.inference() ? pre_ : ws.reserve_cache(layer, "ffn.act", max_rows * spec.ffn_dim);
+  act_ = ws.inference() ? pre_ : ws.reserve_cache(layer, "ffn.act", chunk_rows_ * spec.ffn_dim);
   d_act_ = ws.reserve_backward("ffn.d_act", max_rows * spec.ffn_dim);
 }
 
 void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const Pass& pass) {
-  const int64_t rows = x.size(0), F = fc1_.out();
-  const TensorView<float> pre = ws_.view(pre_, Shape{rows, F}), act = ws_.view(act_, Shape{rows, F});
-  fc1_.forward(x, pre);
-  gelu_forward(pre.data(), act.data(), act.numel());
-  if (pass.training)
-    dropout_apply(act.data(), act.data(), act.numel(), activation_dropout_, pass.seed,
-                  dropout_stream(DropoutSite::activation, layer_, pass));
-  fc2_.forward(act, y);
+  const int64_t total = x.size(0), F = fc1_.out();
+  LF_CHECK(!pass.training || total <= chunk_rows_, "feed-forward training pass of {} rows, built for {}", total, chunk_rows_);
+  for (int64_t begin = 0; begin < total; begin += chunk_rows_) {
+    const int64_t end = std::min(total, begin + chunk_rows_), rows = end - begin;
+    const TensorView<float> pre = ws_.view(pre_, Shape{rows, F}), act = ws_.view(act_, Shape{rows, F});
+    fc1_.forward(x.slice(0, begin, end), pre);
+    gelu_forward(pre.data(), act.data(), act.numel());
+    if (pass.training)
+      dropout_apply(act.data(), act.data(), act.numel(), activation_dropout_, pass.seed,
+                    dropout_stream(DropoutSite::activation, layer_, pass));
+    fc2_.forward(act, y.slice(0, begin, end));
+  }
 }
 
 void FeedForward::backward(TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx,

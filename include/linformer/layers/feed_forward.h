@@ -21,7 +21,11 @@ class FeedForward {
   int layer_;
   float activation_dropout_;
   Linear fc1_, fc2_;
-  int pre_, act_;  // caches (rows, F): fc1 output, dropped GELU output (fc2 input)
+  // Inference runs the rows in chunks of this many (one chunk when training): the (rows, F)
+  // buffer is the largest of a block, and no later row needs an earlier row's.
+  static constexpr int64_t kInferenceChunkRows = 2048;
+  int64_t chunk_rows_;
+  int pre_, act_;  // caches (chunk rows, F): fc1 output, dropped GELU output (fc2 input); one buffer in inference
   int d_act_;      // shared scratch (rows, F)
 };
 
