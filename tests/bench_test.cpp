@@ -23,10 +23,17 @@ TEST(BenchTrain, FlopCountByHand) {
   ModelSpec full = testing::tiny_spec({{"layers", 1}, {"d_model", 4}, {"heads", 2}, {"ffn_dim", 8}, {"vocab_size", 10},
                                        {"attention", "full"}, {"k_per_layer", nlohmann::json::array()}});
   EXPECT_DOUBLE_EQ(forward_matmul_flops(full, 2, 6, 3), 1152 + 384 + 1536 + 1152 + 336);
-  // Linformer with K = 2: compression 2·(2·2·2·6·4) = 384, QK̃ᵀ and PṼ 2·(2·12·2·4) = 384.
+  // Linformer with K = 2, headwise E and F: x compressed first, E x and F x 2·(2·2·2·6·4) = 384,
+  // then Q 2·12·4·4 = 384 and K̃, Ṽ 2·4·4·8 = 256 instead of in_proj; QK̃ᵀ and PṼ 2·(2·12·2·4) = 384.
   ModelSpec lin = testing::tiny_spec({{"layers", 1}, {"d_model", 4}, {"heads", 2}, {"ffn_dim", 8}, {"vocab_size", 10},
                                       {"k_per_layer", {2}}});
-  EXPECT_DOUBLE_EQ(forward_matmul_flops(lin, 2, 6, 3), 1152 + 384 + 1536 + 384 + 384 + 336);
+  EXPECT_DOUBLE_EQ(forward_matmul_flops(lin, 2, 6, 3), 384 + 256 + 384 + 1536 + 384 + 384 + 336);
+  // Layerwise (one E for keys and values): one compression, 192.
+  lin.sharing = config::Sharing::layerwise;
+  EXPECT_DOUBLE_EQ(forward_matmul_flops(lin, 2, 6, 3), 384 + 256 + 384 + 1536 + 192 + 384 + 336);
+  // Max pooling projects first: in_proj 1152, no compression matmuls.
+  lin.projection = config::ProjectionKind::max;
+  EXPECT_DOUBLE_EQ(forward_matmul_flops(lin, 2, 6, 3), 1152 + 384 + 1536 + 384 + 336);
 }
 
 TEST(BenchTrain, CommandReportsThroughputAndWritesJson) {
@@ -95,13 +102,15 @@ TEST(BenchAttention, TableAndCsvForEveryCellWithKBelowN) {
     EXPECT_EQ(row.at("timed_batch"), "2");
   }
   // Independently of the workspace plan: per sequence, full attention keeps one (H, n, n)
-  // probability buffer where Linformer keeps (H, n, k) plus the compressed K̃ and Ṽ (k, C)
+  // probability buffer and Q | K | V (n, 3C) where Linformer (layerwise: x compressed first) keeps
+  // (H, n, k), Q and the masked input (n, C) each, the compressed input (k, C) and K̃ | Ṽ (k, 2C)
   // (every other buffer is the same; each buffer may round up by one 64-byte line).
   const int64_t H = 2, C = 32, buffers = 24;
   for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{{64, 16}, {64, 32}, {128, 16}, {128, 64}}) {
     const double full = std::stod(cells.at({n, 0}).at("bytes_per_sequence"));
     const double lin = std::stod(cells.at({n, k}).at("bytes_per_sequence"));
-    EXPECT_NEAR(full - lin, 4.0 * (H * n * n - H * n * k - 2 * k * C), 64.0 * buffers) << n << "," << k;
+    EXPECT_NEAR(full - lin, 4.0 * (H * n * n + 3 * n * C - H * n * k - 2 * n * C - 3 * k * C), 64.0 * buffers)
+        << n << "," << k;
     EXPECT_NEAR(std::stod(cells.at({n, k}).at("memory_saving")), full / lin, 1e-3 * full / lin);
   }
 }

@@ -2,6 +2,7 @@
 
 #include "linformer/core/rng.h"
 #include "linformer/kernels/matmul.h"
+#include "linformer/layers/attention.h"
 #include "linformer/model/mlm_model.h"
 #include "linformer/train/adamw.h"
 
@@ -18,14 +19,21 @@ double forward_matmul_flops(const ModelSpec& s, int64_t B, int64_t T, int64_t M)
   const double C = s.d_model, F = s.ffn_dim, V = s.vocab_size, rows = static_cast<double>(B * T);
   double flops = 0;
   for (int l = 0; l < s.layers; ++l) {
-    flops += 2 * rows * C * (3 * C) + 2 * rows * C * C + 2 * 2 * rows * C * F;  // in_proj, out_proj, FFN
-    if (s.is_linformer()) {
-      const double K = s.k_per_layer[l];
-      if (s.projection == config::ProjectionKind::linear) flops += 2 * (2 * B * K * T * C);  // E·K, F·V
-      flops += 2 * (2 * rows * K * C);                                                        // Q K̃ᵀ, P Ṽ
-    } else {
-      flops += 2 * (2 * rows * T * C);  // Q Kᵀ, P V
+    flops += 2 * rows * C * C + 2 * 2 * rows * C * F;  // out_proj, FFN
+    if (!s.is_linformer()) {
+      flops += 2 * rows * C * (3 * C) + 2 * (2 * rows * T * C);  // in_proj; Q Kᵀ, P V
+      continue;
     }
+    const double K = s.k_per_layer[l];
+    const bool linear = s.projection == config::ProjectionKind::linear;
+    if (compresses_input_first(s)) {
+      flops += 2 * rows * C * C + 2 * (B * K) * C * (2 * C);                      // Q; K̃, Ṽ from x̃
+      if (linear) flops += (shares_compression(s) ? 1 : 2) * (2 * B * K * T * C);  // E x (and F x)
+    } else {
+      flops += 2 * rows * C * (3 * C);                   // in_proj
+      if (linear) flops += 2 * (2 * B * K * T * C);      // E K, F V (per head: the same total)
+    }
+    flops += 2 * (2 * rows * K * C);  // Q K̃ᵀ, P Ṽ
   }
   flops += 2 * static_cast<double>(M) * C * C + 2 * static_cast<double>(M) * C * V;  // MLM head
   return flops;

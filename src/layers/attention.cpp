@@ -23,6 +23,15 @@ void zero_padding_rows(const BatchGeometry& g, TensorView<float> x) {
       if (t >= g.lengths[b]) std::memset(&x(b, t, 0), 0, sizeof(float) * static_cast<size_t>(C));
 }
 
+// y += x, both (rows, C) contiguous.
+void add_rows_into(TensorView<float> y, TensorView<const float> x) {
+  const int64_t n = y.numel();
+  float* ys = y.data();
+  const float* xs = x.data();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) ys[i] += xs[i];
+}
+
 // x (rows, C) with a row stride: add bias (C) to every row.
 void add_bias_rows(float* x, int64_t rows, int64_t C, int64_t row_stride, const float* bias) {
 #pragma omp parallel for schedule(static)
@@ -30,6 +39,16 @@ void add_bias_rows(float* x, int64_t rows, int64_t C, int64_t row_stride, const 
     for (int64_t c = 0; c < C; ++c) x[r * row_stride + c] += bias[c];
 }
 }  // namespace
+
+bool compresses_input_first(const ModelSpec& spec) {
+  const bool per_head_parameters = spec.sharing == Sharing::none && (spec.projection == ProjectionKind::linear ||
+                                                                     spec.projection == ProjectionKind::conv);
+  return spec.is_linformer() && spec.projection != ProjectionKind::max && !per_head_parameters;
+}
+
+bool shares_compression(const ModelSpec& spec) {
+  return spec.sharing == Sharing::kv || spec.sharing == Sharing::layerwise || spec.projection == ProjectionKind::mean;
+}
 
 Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch)
     : spec_(spec),
@@ -59,25 +78,63 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
     const bool shared_kv = spec.sharing == Sharing::kv || layerwise;
     proj_f_ = shared_kv ? proj_e_ : projection(p + "proj_f");
   }
-  const int64_t rows = max_batch * n_, S = linformer_ ? K_ : n_;
+  compress_first_ = compresses_input_first(spec);
+  same_compression_ = shares_compression(spec);
+  const int64_t rows = max_batch * n_, S = linformer_ ? K_ : n_, BK = max_batch * K_;
   // Caches (forward fills, backward reads) and backward scratch.
-  qkv_ = ws.reserve_cache(layer, "attn.qkv", rows * 3 * C_);
-  kc_ = linformer_ ? ws.reserve_cache(layer, "attn.kc", max_batch * K_ * C_) : -1;
-  vc_ = linformer_ ? ws.reserve_cache(layer, "attn.vc", max_batch * K_ * C_) : -1;
+  qkv_ = ws.reserve_cache(layer, compress_first_ ? "attn.q" : "attn.qkv", rows * (compress_first_ ? 1 : 3) * C_);
+  if (linformer_) kv_ = ws.reserve_cache(layer, "attn.kv", BK * 2 * C_);
+  if (compress_first_) {
+    xc_e_ = ws.reserve_cache(layer, "attn.xc_e", BK * C_);
+    xc_f_ = same_compression_ ? xc_e_ : ws.reserve_cache(layer, "attn.xc_f", BK * C_);
+    x_masked_ = ws.reserve_shared("attn.x_masked", rows * C_);
+  }
   probs_ = ws.reserve_cache(layer, "attn.probs", max_batch * H_ * n_ * S);
   const bool dropout = spec.attention_dropout > 0 && !ws.inference();
   probs_dropped_ = dropout ? ws.reserve_cache(layer, "attn.probs_dropped", max_batch * H_ * n_ * S) : -1;
   ctx_ = ws.reserve_cache(layer, "attn.ctx", rows * C_);
   d_ctx_ = ws.reserve_backward("attn.d_ctx", rows * C_);
   d_probs_ = ws.reserve_backward("attn.d_probs", max_batch * H_ * n_ * S);
-  d_qkv_ = ws.reserve_backward("attn.d_qkv", rows * 3 * C_);
-  d_kc_ = linformer_ ? ws.reserve_backward("attn.d_kc", max_batch * K_ * C_) : -1;
-  d_vc_ = linformer_ ? ws.reserve_backward("attn.d_vc", max_batch * K_ * C_) : -1;
+  d_qkv_ = ws.reserve_backward("attn.d_qkv", rows * (compress_first_ ? 1 : 3) * C_);
+  if (linformer_) d_kv_ = ws.reserve_backward("attn.d_kv", BK * 2 * C_);
+  if (compress_first_) {
+    d_xc_e_ = ws.reserve_backward("attn.d_xc_e", BK * C_);
+    d_xc_f_ = same_compression_ ? d_xc_e_ : ws.reserve_backward("attn.d_xc_f", BK * C_);
+  }
+}
+
+bool Attention::per_head(const Projection& p) const {
+  return (spec_.projection == ProjectionKind::linear && p.value.rank() == 3) ||
+         (spec_.projection == ProjectionKind::conv && p.value.rank() == 2);
 }
 
 TensorView<float> Attention::qkv_part(TensorView<float> qkv, int which) const {
   // qkv (B, T, 3C): columns [which·C, (which+1)·C).
   return qkv.slice(2, which * C_, (which + 1) * C_);
+}
+
+TensorView<float> Attention::kv_part(TensorView<float> kv, int which) const {
+  // kv (B, K, 2C): K̃ in columns [0, C), Ṽ in [C, 2C).
+  return kv.slice(2, which * C_, (which + 1) * C_);
+}
+
+TensorView<float> Attention::flat(TensorView<float> x) {
+  // (B, S, C) with row stride s -> (B·S, C) with row stride s (rows of a batch are evenly spaced).
+  LF_CHECK(x.stride(0) == x.size(1) * x.stride(1) && x.stride(2) == 1, "flat() of a view with gaps between batches");
+  return TensorView<float>(x.data(), Shape{x.size(0) * x.size(1), x.size(2)}, Shape{x.stride(1), 1});
+}
+
+TensorView<const float> Attention::w_in(int begin, int end) const { return in_proj_.w.slice(0, begin * C_, end * C_); }
+TensorView<float> Attention::dw_in(int begin, int end) const { return in_proj_.dw.slice(0, begin * C_, end * C_); }
+
+TensorView<const float> Attention::masked_input(const BatchGeometry& g, TensorView<const float> x) const {
+  bool padded = false;
+  for (int64_t b = 0; b < g.B; ++b) padded |= g.lengths[b] < g.T;
+  if (!padded) return x;
+  const TensorView<float> xm = ws_.view(x_masked_, Shape{g.B, g.T, C_});
+  std::copy(x.data(), x.data() + x.numel(), xm.data());
+  zero_padding_rows(g, xm);
+  return xm;
 }
 
 TensorView<float> Attention::heads(TensorView<float> x) const {
@@ -140,7 +197,7 @@ void Attention::compress(const BatchGeometry& g, const Projection& p, TensorView
 }
 
 void Attention::compress_backward(const BatchGeometry& g, const Projection& p, TensorView<const float> d_out,
-                                  TensorView<const float> part, TensorView<float> d_part) const {
+                                  TensorView<const float> part, TensorView<float> d_part, Accumulate mode) const {
   const int64_t B = g.B, T = g.T, K = K_;
   switch (spec_.projection) {
     case ProjectionKind::linear: {
@@ -148,7 +205,7 @@ void Attention::compress_backward(const BatchGeometry& g, const Projection& p, T
         // In the forward pass: out_b = E[:, :T] part_b. So d_part_b = E[:, :T]ᵀ d_out_b and
         // dE[:, :T] += Σ_b d_out_b part_bᵀ.
         const TensorView<const float> et(p.value.data(), Shape{1, T, K}, Shape{K * n_, 1, n_});
-        matmul(et, d_out, d_part);
+        matmul(et, d_out, d_part, mode);
         if (p.trainable) {
           const TensorView<float> de(p.grad.data(), Shape{K, T}, Shape{n_, 1});
           for (int64_t b = 0; b < B; ++b)
@@ -159,7 +216,7 @@ void Attention::compress_backward(const BatchGeometry& g, const Projection& p, T
         const TensorView<const float> et(p.value.data(), Shape{1, H_, T, K}, Shape{H_ * K * n_, K * n_, 1, n_});
         const TensorView<const float> d_out_h(d_out.data(), Shape{B, H_, K, D_}, Shape{d_out.stride(0), D_, d_out.stride(1), 1});
         const TensorView<float> d_part_h(d_part.data(), Shape{B, H_, T, D_}, Shape{d_part.stride(0), D_, d_part.stride(1), 1});
-        matmul(et, d_out_h, d_part_h);
+        matmul(et, d_out_h, d_part_h, mode);
         if (p.trainable) {
           const TensorView<float> de(p.grad.data(), Shape{H_, K, T}, Shape{K * n_, n_, 1});
           for (int64_t b = 0; b < B; ++b) {
@@ -178,11 +235,13 @@ void Attention::compress_backward(const BatchGeometry& g, const Projection& p, T
       const ProjectionKind kind = spec_.projection;
       const bool per_head = kind == ProjectionKind::conv && p.value.rank() == 2;
       // d_part: every row of position t gets its window's gradient (max: only the argmax row).
+      const bool overwrite = mode == Accumulate::overwrite;
 #pragma omp parallel for collapse(2) schedule(static)
       for (int64_t b = 0; b < B; ++b)
         for (int64_t j = 0; j < K; ++j) {
           const int64_t begin = std::min<int64_t>(j * s, T), end = std::min<int64_t>(j * s + s, T);
-          for (int64_t t = begin; t < end; ++t) std::memset(&d_part(b, t, 0), 0, sizeof(float) * static_cast<size_t>(C_));
+          if (overwrite)
+            for (int64_t t = begin; t < end; ++t) std::memset(&d_part(b, t, 0), 0, sizeof(float) * static_cast<size_t>(C_));
           const int64_t real_end = std::min<int64_t>(end, g.lengths[b]);
           for (int64_t c = 0; c < C_; ++c) {
             const float d = d_out(b, j, c);
@@ -191,12 +250,12 @@ void Attention::compress_backward(const BatchGeometry& g, const Projection& p, T
               int64_t arg = begin;  // the first maximum, as in the forward pass
               for (int64_t t = begin + 1; t < real_end; ++t)
                 if (part(b, t, c) > part(b, arg, c)) arg = t;
-              d_part(b, arg, c) = d;
+              d_part(b, arg, c) += d;
             } else if (kind == ProjectionKind::mean) {
-              for (int64_t t = begin; t < end; ++t) d_part(b, t, c) = d / static_cast<float>(s);
+              for (int64_t t = begin; t < end; ++t) d_part(b, t, c) += d / static_cast<float>(s);
             } else {
               const float* w = p.value.data() + (per_head ? (c / D_) * s : 0);
-              for (int64_t t = begin; t < end; ++t) d_part(b, t, c) = w[t - begin] * d;
+              for (int64_t t = begin; t < end; ++t) d_part(b, t, c) += w[t - begin] * d;
             }
           }
         }
@@ -229,34 +288,52 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
                         const uint8_t* key_valid, const Pass& pass) {
   const int64_t B = g.B, T = g.T, S = linformer_ ? K_ : T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
-  const TensorView<float> qkv = ws_.view(qkv_, Shape{B, T, 3 * C_});  // (B, T, 3C)
   const TensorView<float> probs = ws_.view(probs_, Shape{B, H_, T, S});
   const TensorView<float> ctx = ws_.view(ctx_, Shape{B, T, C_});
   const auto x2 = x.reshape(Shape{B * T, C_});
-  const auto qkv2 = qkv.reshape(Shape{B * T, 3 * C_});
+  const float* b_in = in_proj_.b.data();
 
-  TensorView<float> keys, values;  // per head (B, H, S, D)
+  TensorView<float> queries, keys, values;  // per head (B, H, T or S, D)
   if (!linformer_) {
-    in_proj_.forward(x2, qkv2);
+    const TensorView<float> qkv = ws_.view(qkv_, Shape{B, T, 3 * C_});  // (B, T, 3C)
+    in_proj_.forward(x2, qkv.reshape(Shape{B * T, 3 * C_}));
+    queries = heads(qkv_part(qkv, 0));
     keys = heads(qkv_part(qkv, 1));
     values = heads(qkv_part(qkv, 2));
   } else {
-    // Project without bias; Q gets its bias now, K and V after compression.
-    in_proj_.forward(x2, qkv2, /*with_bias=*/false);
-    add_bias_rows(qkv.data(), B * T, C_, 3 * C_, in_proj_.b.data());
-    const TensorView<float> kc = ws_.view(kc_, Shape{B, K_, C_}), vc = ws_.view(vc_, Shape{B, K_, C_});
-    zero_padding_rows(g, qkv_part(qkv, 1));
-    zero_padding_rows(g, qkv_part(qkv, 2));
-    compress(g, proj_e_, qkv_part(qkv, 1), kc);
-    compress(g, proj_f_, qkv_part(qkv, 2), vc);
-    add_bias_rows(kc.data(), B * K_, C_, C_, in_proj_.b.data() + C_);
-    add_bias_rows(vc.data(), B * K_, C_, C_, in_proj_.b.data() + 2 * C_);
-    keys = heads(kc);
-    values = heads(vc);
+    const TensorView<float> kv = ws_.view(kv_, Shape{B, K_, 2 * C_});  // (B, K, 2C): K̃ | Ṽ
+    if (compress_first_) {
+      // Q = x W_Qᵀ + b_Q; x̃ = P(real ⊙ x) (B, K, C); K̃ = x̃_E W_Kᵀ + b_K, Ṽ = x̃_F W_Vᵀ + b_V.
+      const TensorView<float> q = ws_.view(qkv_, Shape{B, T, C_});
+      matmul(x2, w_in(0, 1).transpose(0, 1), q.reshape(Shape{B * T, C_}), Accumulate::overwrite, b_in);
+      const TensorView<float> xc_e = ws_.view(xc_e_, Shape{B, K_, C_}), xc_f = ws_.view(xc_f_, Shape{B, K_, C_});
+      const TensorView<const float> xm = masked_input(g, x);
+      compress(g, proj_e_, xm, xc_e);
+      if (same_compression_) {
+        matmul(flat(xc_e), w_in(1, 3).transpose(0, 1), flat(kv), Accumulate::overwrite, b_in + C_);
+      } else {
+        compress(g, proj_f_, xm, xc_f);
+        matmul(flat(xc_e), w_in(1, 2).transpose(0, 1), flat(kv_part(kv, 0)), Accumulate::overwrite, b_in + C_);
+        matmul(flat(xc_f), w_in(2, 3).transpose(0, 1), flat(kv_part(kv, 1)), Accumulate::overwrite, b_in + 2 * C_);
+      }
+      queries = heads(q);
+    } else {
+      // Project without bias; Q gets its bias now, K and V after compression.
+      const TensorView<float> qkv = ws_.view(qkv_, Shape{B, T, 3 * C_});
+      in_proj_.forward(x2, qkv.reshape(Shape{B * T, 3 * C_}), /*with_bias=*/false);
+      add_bias_rows(qkv.data(), B * T, C_, 3 * C_, b_in);
+      zero_padding_rows(g, qkv_part(qkv, 1));
+      zero_padding_rows(g, qkv_part(qkv, 2));
+      compress(g, proj_e_, qkv_part(qkv, 1), kv_part(kv, 0));
+      compress(g, proj_f_, qkv_part(qkv, 2), kv_part(kv, 1));
+      add_bias_rows(kv.data(), B * K_, 2 * C_, 2 * C_, b_in + C_);
+      queries = heads(qkv_part(qkv, 0));
+    }
+    keys = heads(kv_part(kv, 0));
+    values = heads(kv_part(kv, 1));
   }
 
   // scores (B, H, T, S) = Q_h K_hᵀ, then softmax(scale · scores) over real keys.
-  const TensorView<float> queries = heads(qkv_part(qkv, 0));
   matmul(queries, keys.transpose(2, 3), probs);
   softmax_forward(probs.data(), probs.data(), B * H_ * T, S, scale, linformer_ ? nullptr : key_valid, H_ * T);
 
@@ -274,34 +351,36 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
                          TensorView<float> dx, const Pass& pass) {
   const int64_t B = g.B, T = g.T, S = linformer_ ? K_ : T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
-  const TensorView<float> qkv = ws_.view(qkv_, Shape{B, T, 3 * C_});
   const TensorView<float> probs = ws_.view(probs_, Shape{B, H_, T, S});
   const TensorView<float> ctx = ws_.view(ctx_, Shape{B, T, C_});
   const TensorView<float> d_ctx = ws_.view(d_ctx_, Shape{B, T, C_});
   const TensorView<float> d_probs = ws_.view(d_probs_, Shape{B, H_, T, S});
-  const TensorView<float> d_qkv = ws_.view(d_qkv_, Shape{B, T, 3 * C_});
   const bool dropped = pass.training && spec_.attention_dropout > 0;
   const TensorView<float> used = dropped ? ws_.view(probs_dropped_, probs.shape()) : probs;
+  const auto x2 = x.reshape(Shape{B * T, C_});
+  const auto dx2 = dx.reshape(Shape{B * T, C_});
+  float* db_in = in_proj_.db.data();
 
   // In the forward pass: y = ctx W_oᵀ + b_o.
   out_proj_.backward(dy.reshape(Shape{B * T, C_}), ctx.reshape(Shape{B * T, C_}), d_ctx.reshape(Shape{B * T, C_}));
 
-  TensorView<float> keys, values, d_keys, d_values;
-  TensorView<float> kc, vc, d_kc, d_vc;
+  // Q, K, V (as the forward pass used them) and their gradients' buffers, per head.
+  const int q_width = compress_first_ ? 1 : 3;
+  const TensorView<float> qkv = ws_.view(qkv_, Shape{B, T, q_width * C_});
+  const TensorView<float> d_qkv = ws_.view(d_qkv_, Shape{B, T, q_width * C_});
+  TensorView<float> keys, values, d_keys, d_values, kv, d_kv;
   if (!linformer_) {
     keys = heads(qkv_part(qkv, 1));
     values = heads(qkv_part(qkv, 2));
     d_keys = heads(qkv_part(d_qkv, 1));
     d_values = heads(qkv_part(d_qkv, 2));
   } else {
-    kc = ws_.view(kc_, Shape{B, K_, C_});
-    vc = ws_.view(vc_, Shape{B, K_, C_});
-    d_kc = ws_.view(d_kc_, Shape{B, K_, C_});
-    d_vc = ws_.view(d_vc_, Shape{B, K_, C_});
-    keys = heads(kc);
-    values = heads(vc);
-    d_keys = heads(d_kc);
-    d_values = heads(d_vc);
+    kv = ws_.view(kv_, Shape{B, K_, 2 * C_});
+    d_kv = ws_.view(d_kv_, Shape{B, K_, 2 * C_});
+    keys = heads(kv_part(kv, 0));
+    values = heads(kv_part(kv, 1));
+    d_keys = heads(kv_part(d_kv, 0));
+    d_values = heads(kv_part(d_kv, 1));
   }
   const TensorView<float> d_ctx_h = heads(d_ctx);
 
@@ -317,19 +396,43 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   matmul(d_probs, keys, heads(qkv_part(d_qkv, 0)));
   matmul(d_probs.transpose(2, 3), heads(qkv_part(qkv, 0)), d_keys);
 
-  float* db_in = in_proj_.db.data();
-  if (linformer_) {
-    // K̃ = P_E(K part) + b_K, Ṽ = P_F(V part) + b_V.
-    add_column_sums(d_kc.data(), B * K_, C_, C_, db_in + C_);
-    add_column_sums(d_vc.data(), B * K_, C_, C_, db_in + 2 * C_);
-    compress_backward(g, proj_e_, d_kc, qkv_part(qkv, 1), qkv_part(d_qkv, 1));
-    compress_backward(g, proj_f_, d_vc, qkv_part(qkv, 2), qkv_part(d_qkv, 2));
-    add_column_sums(d_qkv.data(), B * T, C_, 3 * C_, db_in);  // Q bias
-    in_proj_.backward(d_qkv.reshape(Shape{B * T, 3 * C_}), x.reshape(Shape{B * T, C_}), dx.reshape(Shape{B * T, C_}),
-                      Accumulate::overwrite, /*with_bias=*/false);
-  } else {
-    in_proj_.backward(d_qkv.reshape(Shape{B * T, 3 * C_}), x.reshape(Shape{B * T, C_}), dx.reshape(Shape{B * T, C_}));
+  if (!linformer_) {
+    in_proj_.backward(d_qkv.reshape(Shape{B * T, 3 * C_}), x2, dx2);
+    return;
   }
+  // K̃ and Ṽ got their biases after compression.
+  add_column_sums(d_kv.data(), B * K_, 2 * C_, 2 * C_, db_in + C_);
+  if (!compress_first_) {
+    // In the forward pass: K̃ = P_E(real ⊙ K part), Ṽ = P_F(real ⊙ V part) (+ bias).
+    compress_backward(g, proj_e_, kv_part(d_kv, 0), qkv_part(qkv, 1), qkv_part(d_qkv, 1), Accumulate::overwrite);
+    compress_backward(g, proj_f_, kv_part(d_kv, 1), qkv_part(qkv, 2), qkv_part(d_qkv, 2), Accumulate::overwrite);
+    add_column_sums(d_qkv.data(), B * T, C_, 3 * C_, db_in);  // Q bias
+    in_proj_.backward(d_qkv.reshape(Shape{B * T, 3 * C_}), x2, dx2, Accumulate::overwrite, /*with_bias=*/false);
+    return;
+  }
+  // In the forward pass: K̃ = x̃_E W_Kᵀ + b_K, Ṽ = x̃_F W_Vᵀ + b_V. So dW_K += dK̃ᵀ x̃_E,
+  // dx̃_E = dK̃ W_K (and the same for V; one matmul each when x̃_E is x̃_F).
+  const TensorView<float> xc_e = ws_.view(xc_e_, Shape{B, K_, C_}), xc_f = ws_.view(xc_f_, Shape{B, K_, C_});
+  const TensorView<float> d_xc_e = ws_.view(d_xc_e_, Shape{B, K_, C_}), d_xc_f = ws_.view(d_xc_f_, Shape{B, K_, C_});
+  if (same_compression_) {
+    matmul(flat(d_kv).transpose(0, 1), flat(xc_e), dw_in(1, 3), Accumulate::add);
+    matmul(flat(d_kv), w_in(1, 3), flat(d_xc_e));
+  } else {
+    matmul(flat(kv_part(d_kv, 0)).transpose(0, 1), flat(xc_e), dw_in(1, 2), Accumulate::add);
+    matmul(flat(kv_part(d_kv, 1)).transpose(0, 1), flat(xc_f), dw_in(2, 3), Accumulate::add);
+    matmul(flat(kv_part(d_kv, 0)), w_in(1, 2), flat(d_xc_e));
+    matmul(flat(kv_part(d_kv, 1)), w_in(2, 3), flat(d_xc_f));
+  }
+  // Q = x W_Qᵀ + b_Q: dW_Q += dQᵀ x, db_Q += Σ dQ, dx = dQ W_Q.
+  const auto d_q2 = d_qkv.reshape(Shape{B * T, C_});
+  add_column_sums(d_q2.data(), B * T, C_, C_, db_in);
+  matmul(d_q2.transpose(0, 1), x2, dw_in(0, 1), Accumulate::add);
+  matmul(d_q2, w_in(0, 1), dx2);
+  // x̃ = P(real ⊙ x): d(real ⊙ x) = Pᵀ dx̃, padded rows zero; into d_ctx's buffer (done with).
+  const TensorView<const float> xm = masked_input(g, x);
+  compress_backward(g, proj_e_, d_xc_e, xm, d_ctx, Accumulate::overwrite);
+  if (!same_compression_) compress_backward(g, proj_f_, d_xc_f, xm, d_ctx, Accumulate::add);
+  add_rows_into(dx2, d_ctx.reshape(Shape{B * T, C_}));
 }
 
 }  // namespace linformer

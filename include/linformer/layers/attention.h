@@ -4,13 +4,22 @@
 // "The model" for the equations; in short, for Linformer:
 //   K̃ = P_E(real ⊙ x W_Kᵀ) + b_K,  Ṽ = P_F(real ⊙ x W_Vᵀ) + b_V   (B, K, C)
 //   head_h = softmax(Q_h K̃_hᵀ / √D) Ṽ_h
-// The compression is project-first: the in_proj matmul is shared with full attention.
+// When the compression is linear and the same for every head (linear E with sharing other
+// than none, mean pooling, a shared conv filter), it is applied to x first, as fairseq does:
+// K̃ = P_E(real ⊙ x) W_Kᵀ + b_K, which projects K rows instead of n (fewer FLOPs, no (n, C)
+// K and V buffers). Otherwise (max pooling, per-head projections) x is projected first.
 
 #include "linformer/layers/linear.h"
 #include "linformer/layers/pass.h"
 #include "linformer/model/workspace.h"
 
 namespace linformer {
+
+// Whether this spec's Linformer layers compress x before projecting keys and values (linear,
+// mean and conv compressions shared by all heads), and whether keys and values then share one
+// compression (shared E, or mean pooling). The attention layer and the FLOP count both ask.
+bool compresses_input_first(const ModelSpec& spec);
+bool shares_compression(const ModelSpec& spec);
 
 class Attention {
  public:
@@ -30,14 +39,25 @@ class Attention {
     TensorView<float> value, grad;  // (K, n) / (H, K, n) / (s) / (H, s); empty for pooling
     bool trainable = false;
   };
-  // part (B, T, C), a strided column block of qkv -> out (B, K, C).
+  // part (B, T, C), strided, padded rows zero -> out (B, K, C), strided.
   void compress(const BatchGeometry& g, const Projection& p, TensorView<const float> part, TensorView<float> out) const;
-  // In the forward pass: out = P(part). So d_part = Pᵀ d_out (overwritten, pad rows zero), dP += ….
+  // In the forward pass: out = P(part). So d_part (=|+=) Pᵀ d_out (pad rows zeroed), dP += ….
   void compress_backward(const BatchGeometry& g, const Projection& p, TensorView<const float> d_out,
-                         TensorView<const float> part, TensorView<float> d_part) const;
+                         TensorView<const float> part, TensorView<float> d_part, Accumulate mode) const;
+  // Does this projection act on each head's channels separately (so x cannot be compressed first)?
+  bool per_head(const Projection& p) const;
+
+  // x with padded rows zeroed, in the x_masked scratch (x itself when no row is padded).
+  TensorView<const float> masked_input(const BatchGeometry& g, TensorView<const float> x) const;
+  // Rows [begin·C, end·C) of in_proj's weight (the Q, K or V block, or K and V together).
+  TensorView<const float> w_in(int begin, int end) const;
+  TensorView<float> dw_in(int begin, int end) const;
 
   // Views of the qkv buffer (B, T, 3C): which = 0 (Q), 1 (K), 2 (V).
   TensorView<float> qkv_part(TensorView<float> qkv, int which) const;
+  // (B, K, 2C) K̃ | Ṽ buffers as (B, K, C): which = 0 (K̃), 1 (Ṽ); as (B·K, C) with flat().
+  TensorView<float> kv_part(TensorView<float> kv, int which) const;
+  static TensorView<float> flat(TensorView<float> x);
   // (B, T or K, C) as per-head (B, H, T or K, D), no copy.
   TensorView<float> heads(TensorView<float> x) const;
 
@@ -46,12 +66,18 @@ class Attention {
   int layer_;
   int64_t C_, H_, D_, K_, n_;
   bool linformer_;
+  bool compress_first_ = false;  // compress x, then project K rows (see the top)
+  bool same_compression_ = false;  // P_F is P_E (shared E, or parameter-free pooling)
   Linear in_proj_, out_proj_;
   Projection proj_e_, proj_f_;  // proj_f_ is proj_e_ when keys and values share it
-  // Caches (per layer): qkv (B,T,3C); kc, vc (B,K,C); probs and dropped probs (B,H,T,S); ctx (B,T,C).
-  int qkv_, kc_, vc_, probs_, probs_dropped_, ctx_;
-  // Backward scratch (shared by all layers): d_ctx (B,T,C); d_probs (B,H,T,S); d_qkv (B,T,3C); d_kc, d_vc (B,K,C).
-  int d_ctx_, d_probs_, d_qkv_, d_kc_, d_vc_;
+  // Caches (per layer): qkv (B,T,3C), or Q only (B,T,C) when compressing first; xc_e, xc_f the
+  // compressed inputs (B,K,C) when compressing first (xc_f is xc_e when the same); kv K̃ | Ṽ
+  // (B,K,2C); probs and dropped probs (B,H,T,S); ctx (B,T,C).
+  int qkv_, xc_e_ = -1, xc_f_ = -1, kv_ = -1, probs_, probs_dropped_, ctx_;
+  int x_masked_ = -1;  // shared scratch (B,T,C), compressing first: x with padded rows zeroed
+  // Backward scratch (shared by all layers): d_ctx (B,T,C), reused at the end for d(real ⊙ x);
+  // d_probs (B,H,T,S); d_qkv (B,T,3C) or (B,T,C); d_kv (B,K,2C); d_xc_e, d_xc_f (B,K,C).
+  int d_ctx_, d_probs_, d_qkv_, d_kv_ = -1, d_xc_e_ = -1, d_xc_f_ = -1;
 };
 
 }  // namespace linformer
