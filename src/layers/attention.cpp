@@ -87,7 +87,6 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
   if (compress_first_) {
     xc_e_ = ws.reserve_cache(layer, "attn.xc_e", BK * C_);
     xc_f_ = same_compression_ ? xc_e_ : ws.reserve_cache(layer, "attn.xc_f", BK * C_);
-    x_masked_ = ws.reserve_shared("attn.x_masked", rows * C_);
   }
   probs_ = ws.reserve_cache(layer, "attn.probs", max_batch * H_ * n_ * S);
   const bool dropout = spec.attention_dropout > 0 && !ws.inference();
@@ -131,7 +130,7 @@ TensorView<const float> Attention::masked_input(const BatchGeometry& g, TensorVi
   bool padded = false;
   for (int64_t b = 0; b < g.B; ++b) padded |= g.lengths[b] < g.T;
   if (!padded) return x;
-  const TensorView<float> xm = ws_.view(x_masked_, Shape{g.B, g.T, C_});
+  const TensorView<float> xm = ws_.view(ctx_, Shape{g.B, g.T, C_});
   std::copy(x.data(), x.data() + x.numel(), xm.data());
   zero_padding_rows(g, xm);
   return xm;

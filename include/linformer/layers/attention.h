@@ -47,7 +47,8 @@ class Attention {
   // Does this projection act on each head's channels separately (so x cannot be compressed first)?
   bool per_head(const Projection& p) const;
 
-  // x with padded rows zeroed, in the x_masked scratch (x itself when no row is padded).
+  // x with padded rows zeroed (x itself when no row is padded), in ctx's buffer: the forward
+  // pass writes ctx only after compressing, and backward reads ctx only before.
   TensorView<const float> masked_input(const BatchGeometry& g, TensorView<const float> x) const;
   // Rows [begin·C, end·C) of in_proj's weight (the Q, K or V block, or K and V together).
   TensorView<const float> w_in(int begin, int end) const;
@@ -74,7 +75,6 @@ class Attention {
   // compressed inputs (B,K,C) when compressing first (xc_f is xc_e when the same); kv K̃ | Ṽ
   // (B,K,2C); probs and dropped probs (B,H,T,S); ctx (B,T,C).
   int qkv_, xc_e_ = -1, xc_f_ = -1, kv_ = -1, probs_, probs_dropped_, ctx_;
-  int x_masked_ = -1;  // shared scratch (B,T,C), compressing first: x with padded rows zeroed
   // Backward scratch (shared by all layers): d_ctx (B,T,C), reused at the end for d(real ⊙ x);
   // d_probs (B,H,T,S); d_qkv (B,T,3C) or (B,T,C); d_kv (B,K,2C); d_xc_e, d_xc_f (B,K,C).
   int d_ctx_, d_probs_, d_qkv_, d_kv_ = -1, d_xc_e_ = -1, d_xc_f_ = -1;
