@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # linformer vs PyTorch on the same training step, side by side: alternates the two benchmarks
 # (ROUNDS times) so that machine noise hits both, and prints median tokens/s and the ratio.
-# Usage: scripts/bench_compare.sh RECIPE [--set K=V ...]     (environment: ROUNDS=3, STEPS=8)
+# Usage: scripts/bench_compare.sh RECIPE [--set K=V ...]
+# Environment: ROUNDS=3, STEPS=8, PRECISION=fp32|bf16 (train.precision; PyTorch's bf16 autocast).
 # Dropout is set to 0 on the C++ side because the PyTorch reference has none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,13 +10,15 @@ recipe=${1:?usage: scripts/bench_compare.sh RECIPE [--set K=V ...]}
 shift
 rounds=${ROUNDS:-3}
 steps=${STEPS:-8}
+precision=${PRECISION:-fp32}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for round in $(seq "$rounds"); do
   build/linformer bench train --recipe "$recipe" "$@" --set model.dropout=0 --set model.attention_dropout=0 \
+    --set train.precision="$precision" \
     --steps "$steps" --json "$out/cpp_$round.json" | sed -n 's/^step/linformer: step/p'
   OMP_WAIT_POLICY=passive /usr/bin/python3 scripts/bench_torch.py --from "$out/cpp_$round.json" --steps "$steps" \
-    --json "$out/torch_$round.json"
+    --precision "$precision" --json "$out/torch_$round.json"
 done
 /usr/bin/python3 - "$out" "$rounds" <<'PY'
 import json, statistics, sys

@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
 """The same training step as `linformer bench train`, in PyTorch (Debian's python3-torch), for a
 side-by-side comparison: forward + backward of the model of scripts/torch_reference.py (the
-project's independent reference) on a synthetic batch of the same shape, float32.
+project's independent reference) on a synthetic batch of the same shape, float32 or bf16 autocast.
+
+As a careful PyTorch user would (and as fairseq does), Linformer layers whose compression is
+linear and shared by the heads compress x before projecting keys and values, K̃ = (E x) W_Kᵀ + b_K,
+instead of the reference's literal project-then-compress; the script checks the two agree before
+timing. OMP_WAIT_POLICY=passive (set by bench_compare.sh) is the thread setting that helps PyTorch.
 
 Reads the model, batch size, sequence length and masked count from the JSON that
 `linformer bench train --json FILE` wrote, so both sides time the same configuration.
 Dropout is off here (the reference has none): pass --set model.dropout=0 --set
 model.attention_dropout=0 to the C++ side for an exact match.
 
-Usage: bench_torch.py --from CPP.json [--steps 10] [--warmup 2] [--threads 2] [--json OUT]
+Usage: bench_torch.py --from CPP.json [--steps 10] [--warmup 2] [--threads 2] [--precision fp32|bf16]
+                     [--json OUT]
 """
+import contextlib
+import math
 import argparse
 import json
 import os
@@ -23,6 +31,48 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_reference as ref  # noqa: E402
 
+reference_attention = ref.attention
+
+
+def compresses_input_first(cfg):
+    per_head_parameters = cfg.sharing == "none" and cfg.projection in ("linear", "conv")
+    return cfg.linformer and cfg.projection != "max" and not per_head_parameters
+
+
+def attention_compress_first(x, real, params, cfg, layer):
+    """ref.attention with x compressed before the K and V projections (same result)."""
+    if not compresses_input_first(cfg):
+        return reference_attention(x, real, params, cfg, layer)
+    B, T, C = x.shape
+    H, D = cfg.heads, cfg.head_dim
+    prefix = f"layers.{layer}.attn."
+    w, b = params[prefix + "in_proj.weight"], params[prefix + "in_proj.bias"]
+
+    def split_heads(t):  # (B, S, C) -> (B, H, S, D)
+        return t.reshape(B, t.shape[1], H, D).transpose(1, 2)
+
+    q = split_heads(x @ w[:C].t() + b[:C])
+    xm = (x * real[:, :, None].to(x.dtype))[:, None]  # (B, 1, T, C): one "head" of C channels
+    e_name, f_name = ref.projection_names(cfg, layer) or (None, None)
+    xe = ref.compress(xm, real, cfg, layer, params.get(e_name))[:, 0]  # (B, K, C)
+    xf = xe if e_name == f_name else ref.compress(xm, real, cfg, layer, params.get(f_name))[:, 0]
+    k = split_heads(xe @ w[C : 2 * C].t() + b[C : 2 * C])
+    v = split_heads(xf @ w[2 * C :].t() + b[2 * C :])
+    scores = q @ k.transpose(-1, -2) / math.sqrt(D)
+    heads = torch.softmax(scores, dim=-1) @ v
+    return ref.linear(heads.transpose(1, 2).reshape(B, T, C), params, prefix + "out_proj")
+
+
+def check_compress_first(cfg, params):
+    """The fast attention equals the reference's on a padded batch (else the timing means nothing)."""
+    batch = ref.random_batch(cfg, 3, min(cfg.seq_len, 64), seed=2)
+    ref.attention = reference_attention
+    expected, _, _ = ref.forward(params, cfg, batch)
+    ref.attention = attention_compress_first
+    got, _, _ = ref.forward(params, cfg, batch)
+    if not torch.allclose(expected, got, rtol=1e-4, atol=1e-5):
+        sys.exit(f"bench_torch.py: compress-first attention disagrees with the reference ({got} vs {expected})")
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -30,6 +80,8 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                        help="bf16: torch.autocast(cpu, bfloat16) around forward and backward")
     parser.add_argument("--json", help="write the result here too")
     args = parser.parse_args(argv)
 
@@ -41,13 +93,18 @@ def main(argv=None):
     params = ref.init_weights(cfg, torch.Generator().manual_seed(1))
     batch = ref.random_batch(cfg, B, n, seed=1, min_length=n, mask_probability=cpp["masked"] / (B * (n - 1)))
     trainable = [p for name, p in params.items() if ref.is_trainable(cfg, name)]
+    check_compress_first(cfg, params)
+    ref.attention = attention_compress_first
     for p in trainable:
         p.requires_grad_(True)
+    autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if args.precision == "bf16"
+                else contextlib.nullcontext())
 
     seconds = []
     for step in range(args.warmup + args.steps):
         start = time.perf_counter()
-        loss, _, _ = ref.forward(params, cfg, batch)
+        with autocast:
+            loss, _, _ = ref.forward(params, cfg, batch)
         loss.backward()
         elapsed = time.perf_counter() - start
         for p in trainable:
@@ -57,7 +114,7 @@ def main(argv=None):
     median = statistics.median(seconds)
     flops = 3 * cpp["forward_gflop_per_step"]
     result = {
-        "implementation": f"PyTorch {torch.__version__} float32, {args.threads} threads",
+        "implementation": f"PyTorch {torch.__version__} {args.precision}, {args.threads} threads",
         "batch": B,
         "seq_len": n,
         "masked": int(batch.masked_positions.numel()),
@@ -67,7 +124,7 @@ def main(argv=None):
         "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
     }
     print(
-        f"PyTorch {torch.__version__} fp32, {args.threads} threads: median {median * 1e3:.1f} ms "
+        f"PyTorch {torch.__version__} {args.precision}, {args.threads} threads: median {median * 1e3:.1f} ms "
         f"(min {min(seconds) * 1e3:.1f}, max {max(seconds) * 1e3:.1f}) over {args.steps} steps, "
         f"{result['tokens_per_second']:.0f} tokens/s, {result['train_gflops_per_second']:.1f} GFLOP/s"
     )

@@ -2,6 +2,7 @@
 
 #include "linformer/bench/attention_bench.h"
 #include "linformer/bench/train_bench.h"
+#include "linformer/kernels/context.h"
 #include "model_test_util.h"
 #include "linformer/core/fs.h"
 #include "test_util.h"
@@ -52,6 +53,24 @@ TEST(BenchTrain, CommandReportsThroughputAndWritesJson) {
   EXPECT_GT(j.at("measured_fp32_matmul_peak_gflops").get<double>(), 0);
   ASSERT_EQ(j.at("stages").size(), 4u);  // embedding, 2 blocks, head
   EXPECT_GT(j.at("stages")[1].at("backward_ms").get<double>(), 0);
+  EXPECT_EQ(j.at("precision"), "fp32");
+}
+
+TEST(BenchTrain, Bf16RunsOnlyWhereTheCpuHasIt) {
+  testing::TempDir dir;
+  const std::string json = (dir.path() / "bench.json").string();
+  const auto r = testing::run_linformer("bench train --recipe recipes/ci/tiny.toml --warmup 0 --steps 1 "
+                                        "--set train.precision=bf16 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(read_file(json));
+  if (cpu_has_bf16()) {
+    EXPECT_EQ(j.at("precision"), "bf16");
+    EXPECT_THAT(r.output, HasSubstr("precision: bf16 matmuls"));
+  } else {
+    EXPECT_EQ(j.at("precision"), "fp32");
+    EXPECT_THAT(r.output, HasSubstr("train.precision = \"bf16\" needs a CPU with avx512_bf16"));
+    EXPECT_THAT(r.output, HasSubstr("of the measured fp32 matmul peak"));
+  }
 }
 
 // ---- bench attention -----------------------------------------------------------------------

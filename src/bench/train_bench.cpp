@@ -1,6 +1,7 @@
 #include "linformer/bench/train_bench.h"
 
 #include "linformer/core/rng.h"
+#include "linformer/kernels/context.h"
 #include "linformer/kernels/matmul.h"
 #include "linformer/layers/attention.h"
 #include "linformer/model/mlm_model.h"
@@ -55,6 +56,7 @@ double measure_fp32_matmul_peak_gflops() {
 TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int timed_steps) {
   const ModelSpec spec = ModelSpec::from_recipe(recipe);
   if (recipe.threads > 0) omp_set_num_threads(recipe.threads);
+  const MatmulPrecision precision = select_matmul_precision(recipe.train.precision == config::Precision::bf16);
   const int64_t B = recipe.train.batch_size, T = spec.seq_len;
   // A synthetic batch: full rows, ordinary ids, masking.probability of the positions masked.
   Rng rng(static_cast<uint64_t>(recipe.seed));
@@ -108,7 +110,9 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
   for (size_t i = 0; i < times.names.size(); ++i)
     r.stages.push_back({times.names[i], 1e3 * times.forward_seconds[i] / timed_steps,
                         1e3 * times.backward_seconds[i] / timed_steps});
-  r.peak_gflops = measure_fp32_matmul_peak_gflops();
+  r.bf16 = precision.bf16;
+  r.precision_note = precision.note;
+  r.peak_gflops = measure_fp32_matmul_peak_gflops();  // under the run's precision
   r.tokens_per_s = static_cast<double>(B * T) / r.median_s;
   r.gflops_per_s = 3 * r.forward_gflop / r.median_s;
   r.parameter_bytes = model.params().values().layout().bytes();
@@ -132,6 +136,8 @@ std::string to_json(const TrainBenchResult& r, const ModelSpec& spec) {
                       {"optimizer_ms", r.optimizer_ms},
                       {"measured_fp32_matmul_peak_gflops", r.peak_gflops},
                       {"fraction_of_measured_peak", r.gflops_per_s / r.peak_gflops},
+                      {"precision", r.bf16 ? "bf16" : "fp32"},
+                      {"precision_note", r.precision_note},
                       {"forward_gflop_per_step", r.forward_gflop},
                       {"train_gflops_per_second", r.gflops_per_s},
                       {"parameter_bytes", r.parameter_bytes},

@@ -50,9 +50,9 @@ void add_bench_command(CLI::App& app) {
     std::string text = fmt::format(
         "recipe {}: {} {} layers, d {}, heads {}, FFN {}, n {}{}, batch {}, {} masked, {} threads\n"
         "training step (forward + backward + AdamW): median {:.1f} ms, min {:.1f}, max {:.1f} over {} steps\n"
-        "throughput: {:.0f} tokens/s, {:.1f} GFLOP/s = {:.0f}% of the measured fp32 matmul peak ({:.1f} GFLOP/s)\n"
+        "throughput: {:.0f} tokens/s, {:.1f} GFLOP/s = {:.0f}% of the measured {} matmul peak ({:.1f} GFLOP/s)\n"
         "  (matmul FLOPs: {:.2f} GFLOP forward per step, x3 per training step, {:.1f} MFLOP per token)\n"
-        "bf16 peak: not measured (bf16 training is not built yet; oneDNN ISA here: {})\n"
+        "precision: {} (oneDNN ISA here: {})\n"
         "memory: parameters {:.1f} MB, activations {:.1f} MB, peak RSS {:.1f} MB\n\n"
         "{:<18} {:>12} {:>12} {:>8}\n",
         recipe.name, config::enum_name(spec.attention), spec.layers, spec.d_model, spec.heads, spec.ffn_dim,
@@ -61,8 +61,8 @@ void add_bench_command(CLI::App& app) {
                                           config::enum_name(spec.sharing), config::enum_name(spec.projection))
                             : "",
         r.batch, r.masked, r.threads, r.median_s * 1e3, r.min_s * 1e3, r.max_s * 1e3, r.steps, r.tokens_per_s,
-        r.gflops_per_s, 100 * r.gflops_per_s / r.peak_gflops, r.peak_gflops, r.forward_gflop,
-        r.flops_per_token * 1e-6, dnnl_cpu_isa_name(), r.parameter_bytes / 1e6, r.activation_bytes / 1e6,
+        r.gflops_per_s, 100 * r.gflops_per_s / r.peak_gflops, r.bf16 ? "bf16" : "fp32", r.peak_gflops,
+        r.forward_gflop, r.flops_per_token * 1e-6, r.precision_note, dnnl_cpu_isa_name(), r.parameter_bytes / 1e6, r.activation_bytes / 1e6,
         r.peak_rss_kb / 1e3, "stage", "forward ms", "backward ms", "share");
     double total = r.optimizer_ms;
     for (const auto& stage : r.stages) total += stage.forward_ms + stage.backward_ms;

@@ -11,6 +11,23 @@ DnnlContext& DnnlContext::get() {
 
 DnnlContext::DnnlContext() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
 
+bool cpu_has_bf16() {
+  const auto isa = dnnl::get_effective_cpu_isa();
+  return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+}
+
+MatmulPrecision select_matmul_precision(bool want_bf16) {
+  if (want_bf16 && cpu_has_bf16()) {
+    dnnl::set_default_fpmath_mode(dnnl::fpmath_mode::bf16);
+    return {true, "bf16 matmuls (f32 accumulation), fp32 weights, optimizer, LayerNorm, softmax and loss"};
+  }
+  dnnl::set_default_fpmath_mode(dnnl::fpmath_mode::strict);
+  if (!want_bf16) return {false, "fp32"};
+  return {false, fmt::format("train.precision = \"bf16\" needs a CPU with avx512_bf16 (oneDNN's ISA here: {}); "
+                             "running in fp32",
+                             dnnl_cpu_isa_name())};
+}
+
 std::string dnnl_version_string() {
   const dnnl_version_t* v = dnnl_version();
   return fmt::format("{}.{}.{} (commit {})", v->major, v->minor, v->patch, v->hash);

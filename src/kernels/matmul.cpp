@@ -69,6 +69,7 @@ void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<flo
     append(key.values, *s);
   key.values.push_back(mode == Accumulate::add);
   key.values.push_back(bias != nullptr);
+  key.values.push_back(static_cast<int64_t>(dnnl::get_default_fpmath_mode()));
 
   auto& ctx = DnnlContext::get();
   using dt = dnnl::memory::data_type;

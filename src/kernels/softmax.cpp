@@ -2,6 +2,7 @@
 
 #include "linformer/kernels/fast_math.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -9,21 +10,40 @@ namespace linformer {
 
 void softmax_forward(const float* s, float* p, int64_t rows, int64_t cols, float scale, const uint8_t* key_valid,
                      int64_t rows_per_mask) {
+  // The loops over a row are explicit simd loops: the reductions may be reordered, and the
+  // key mask is a select, not a branch.
+  constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     const float* sr = s + r * cols;
     float* pr = p + r * cols;
     const uint8_t* valid = key_valid ? key_valid + (r / rows_per_mask) * cols : nullptr;
-    float max = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < cols; ++j)
-      if (!valid || valid[j]) max = std::max(max, scale * sr[j]);
+    float max = kMinusInf;
+    if (valid) {
+#pragma omp simd reduction(max : max)
+      for (int64_t j = 0; j < cols; ++j) max = std::max(max, valid[j] ? scale * sr[j] : kMinusInf);
+    } else {
+#pragma omp simd reduction(max : max)
+      for (int64_t j = 0; j < cols; ++j) max = std::max(max, scale * sr[j]);
+    }
     double sum = 0;
-    for (int64_t j = 0; j < cols; ++j) {
-      const float e = (!valid || valid[j]) ? fast_exp(scale * sr[j] - max) : 0.0f;
-      pr[j] = e;
-      sum += e;
+    if (valid) {
+#pragma omp simd reduction(+ : sum)
+      for (int64_t j = 0; j < cols; ++j) {
+        const float e = valid[j] ? fast_exp(scale * sr[j] - max) : 0.0f;
+        pr[j] = e;
+        sum += e;
+      }
+    } else {
+#pragma omp simd reduction(+ : sum)
+      for (int64_t j = 0; j < cols; ++j) {
+        const float e = fast_exp(scale * sr[j] - max);
+        pr[j] = e;
+        sum += e;
+      }
     }
     const float inv = sum > 0 ? static_cast<float>(1.0 / sum) : 0.0f;
+#pragma omp simd
     for (int64_t j = 0; j < cols; ++j) pr[j] *= inv;
   }
 }
@@ -35,9 +55,11 @@ void softmax_backward(const float* dp, const float* p, float* ds, int64_t rows, 
     const float* dpr = dp + r * cols;
     const float* pr = p + r * cols;
     double dot = 0;
+#pragma omp simd reduction(+ : dot)
     for (int64_t j = 0; j < cols; ++j) dot += static_cast<double>(dpr[j]) * pr[j];
     float* dsr = ds + r * cols;
     const float d = static_cast<float>(dot);
+#pragma omp simd
     for (int64_t j = 0; j < cols; ++j) dsr[j] = scale * pr[j] * (dpr[j] - d);
   }
 }

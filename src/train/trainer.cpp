@@ -1,3 +1,4 @@
+#include "linformer/kernels/context.h"
 #include "linformer/train/trainer.h"
 
 #include "linformer/config/recipe_loader.h"
@@ -126,6 +127,10 @@ TrainSummary run_training(const TrainOptions& options) {
   log_to_file((fs::path(run_dir) / "train.log").string());
   write_file_atomic((fs::path(run_dir) / "recipe.toml").string(), resolved);
   spdlog::info("run directory {} (resolved recipe in recipe.toml), {} threads", run_dir, omp_get_max_threads());
+  const bool want_bf16 = recipe.train.precision == config::Precision::bf16;
+  const MatmulPrecision precision = select_matmul_precision(want_bf16);
+  if (want_bf16 && !precision.bf16) spdlog::warn("{}", precision.note);
+  else spdlog::info("precision: {}", precision.note);
 
   const auto data = open_data(recipe, options.recipe_path);
   const ModelSpec spec = ModelSpec::from_recipe(recipe);

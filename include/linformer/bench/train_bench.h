@@ -15,8 +15,9 @@ namespace linformer {
 // backward computes two matmuls (data and weight gradient) for every forward one.
 double forward_matmul_flops(const ModelSpec& spec, int64_t B, int64_t T, int64_t M);
 
-// The best fp32 matmul rate this machine sustains through oneDNN: a few large square
-// products (the "measured peak" bench train compares against).
+// The best matmul rate this machine sustains through oneDNN: a few large square f32
+// products under the current matmul precision (the "measured peak" bench train compares against;
+// with bf16 in effect, oneDNN may run them in bf16).
 double measure_fp32_matmul_peak_gflops();
 
 struct StageTime {
@@ -33,7 +34,9 @@ struct TrainBenchResult {
   double gflops_per_s = 0;     // 3 × forward FLOPs / median
   double forward_gflop = 0;    // per step
   double flops_per_token = 0;  // 3 × forward FLOPs / (B·T)
-  double peak_gflops = 0;      // measure_fp32_matmul_peak_gflops()
+  double peak_gflops = 0;      // measure_fp32_matmul_peak_gflops(), under the run's precision
+  bool bf16 = false;           // bf16 matmuls in effect
+  std::string precision_note;  // select_matmul_precision()
   size_t parameter_bytes = 0, activation_bytes = 0;
   long peak_rss_kb = 0;
 };

@@ -22,6 +22,18 @@ class DnnlContext {
   dnnl::stream stream_;
 };
 
+// The matmul precision of a run. bf16: oneDNN may convert f32 matmul inputs to bf16 and
+// accumulates in f32 (its "fpmath mode"); weights, gradients, optimizer state, LayerNorm,
+// softmax and the loss stay fp32. Needs avx512_bf16; without it the run stays fp32.
+struct MatmulPrecision {
+  bool bf16 = false;  // in effect
+  std::string note;   // what was chosen and why (a warning when bf16 was asked for and not possible)
+};
+// Sets the process-wide mode for matmul primitives built from now on (the primitive cache keys
+// on the mode, so a change never reuses a primitive built under the other).
+MatmulPrecision select_matmul_precision(bool want_bf16);
+bool cpu_has_bf16();
+
 // "2.6.3 (commit …)"
 std::string dnnl_version_string();
 // The instruction set oneDNN dispatches to on this CPU, e.g. "avx512_core_bf16".
