@@ -2,6 +2,7 @@
 // accumulation, refused resumes, metrics.
 
 #include "data_test_corpus.h"
+#include "linformer/kernels/context.h"
 #include "linformer/core/fs.h"
 #include "linformer/model/safetensors.h"
 #include "linformer/train/checkpoint.h"
@@ -91,6 +92,19 @@ TEST_F(TrainTest, ResumedRunIsBitIdenticalToAStraightRun) {
   EXPECT_EQ(metric_rows(straight).size(), 1u + 8 + 4);  // header, train rows every 2, valid rows every 4
   EXPECT_TRUE(final_weights(straight) == final_weights(resumed)) << "final weights differ";
   EXPECT_EQ(a.valid_loss, b.valid_loss);
+}
+
+TEST_F(TrainTest, Bf16WithoutHardwareWarnsAndTrainsExactlyAsFp32) {
+  if (cpu_has_bf16()) GTEST_SKIP() << "this CPU has avx512_bf16: bf16 is really used here";
+  TempDir runs;
+  const std::string fp32 = (runs.path() / "fp32").string(), bf16 = (runs.path() / "bf16").string();
+  const std::vector<std::string> common = {"train.max_updates=4", "validation.every=0", "checkpoint.every=0"};
+  train(fp32, common);
+  auto with_bf16 = common;
+  with_bf16.push_back("train.precision=\"bf16\"");
+  train(bf16, with_bf16);
+  EXPECT_THAT(read_file(bf16 + "/train.log"), HasSubstr("needs a CPU with avx512_bf16"));
+  EXPECT_EQ(metric_rows(fp32), metric_rows(bf16));
 }
 
 TEST_F(TrainTest, AccumulationEqualsOneBigBatch) {
