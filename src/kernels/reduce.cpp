@@ -8,6 +8,11 @@
 
 namespace linformer {
 
+void add_into(float* y, const float* x, int64_t n) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
 void add_column_sums(const float* x, int64_t rows, int64_t cols, int64_t row_stride, float* out) {
   const int threads = omp_get_max_threads();
   // Per-thread partial sums; the buffer grows once and is reused.

@@ -23,15 +23,6 @@ void zero_padding_rows(const BatchGeometry& g, TensorView<float> x) {
       if (t >= g.lengths[b]) std::memset(&x(b, t, 0), 0, sizeof(float) * static_cast<size_t>(C));
 }
 
-// y += x, both (rows, C) contiguous.
-void add_rows_into(TensorView<float> y, TensorView<const float> x) {
-  const int64_t n = y.numel();
-  float* ys = y.data();
-  const float* xs = x.data();
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i) ys[i] += xs[i];
-}
-
 // x (rows, C) with a row stride: add bias (C) to every row.
 void add_bias_rows(float* x, int64_t rows, int64_t C, int64_t row_stride, const float* bias) {
 #pragma omp parallel for schedule(static)
@@ -100,11 +91,6 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
     d_xc_e_ = ws.reserve_backward("attn.d_xc_e", BK * C_);
     d_xc_f_ = same_compression_ ? d_xc_e_ : ws.reserve_backward("attn.d_xc_f", BK * C_);
   }
-}
-
-bool Attention::per_head(const Projection& p) const {
-  return (spec_.projection == ProjectionKind::linear && p.value.rank() == 3) ||
-         (spec_.projection == ProjectionKind::conv && p.value.rank() == 2);
 }
 
 TensorView<float> Attention::qkv_part(TensorView<float> qkv, int which) const {
@@ -431,7 +417,7 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   const TensorView<const float> xm = masked_input(g, x);
   compress_backward(g, proj_e_, d_xc_e, xm, d_ctx, Accumulate::overwrite);
   if (!same_compression_) compress_backward(g, proj_f_, d_xc_f, xm, d_ctx, Accumulate::add);
-  add_rows_into(dx2, d_ctx.reshape(Shape{B * T, C_}));
+  add_into(dx2.data(), d_ctx.data(), dx2.numel());
 }
 
 }  // namespace linformer

@@ -1,6 +1,7 @@
 #include "linformer/layers/encoder_block.h"
 
 #include "linformer/kernels/dropout.h"
+#include "linformer/kernels/reduce.h"
 
 namespace linformer {
 
@@ -24,13 +25,6 @@ void residual_backward(TensorView<const float> dy, TensorView<float> d_branch, f
   else std::copy(dy.data(), dy.data() + dy.numel(), d_branch.data());
 }
 
-void add_into(TensorView<float> y, TensorView<const float> x) {
-  const int64_t n = y.numel();
-  float* ys = y.data();
-  const float* xs = x.data();
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i) ys[i] += xs[i];
-}
 }  // namespace
 
 EncoderBlock::EncoderBlock(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch)
@@ -111,26 +105,26 @@ void EncoderBlock::backward(const BatchGeometry& g, TensorView<const float> x, T
     // f = h + drop(ffn(h)): dh = df + ffn'(drop'(df)); dh accumulates in dx2 (used as scratch).
     residual_backward(d_mid, d_branch, spec_.dropout, pass, s_ffn);
     ffn_.backward(h, d_branch, dx2, pass);
-    add_into(dx2, d_mid);
+    add_into(dx2.data(), d_mid.data(), dx2.numel());
     // h = LN_attn(a): da into d_mid.
     ln_attn_.backward(dx2, a, mean1, rstd1, d_mid);
     // a = x + drop(attn(x)): dx = da + attn'(drop'(da)).
     residual_backward(d_mid, d_branch, spec_.dropout, pass, s_attn);
     attention_.backward(g, x, d_branch.reshape(shaped), dx, pass);
-    add_into(dx2, d_mid);
+    add_into(dx2.data(), d_mid.data(), dx2.numel());
   } else {
     const TensorView<float> attn_in = ws_.view(attn_in_, flat);
     // y = a + drop(ffn(LN_ffn(a))): da = dy + LN_ffn'(ffn'(drop'(dy))).
     residual_backward(dy2, d_branch, spec_.dropout, pass, s_ffn);
     ffn_.backward(h, d_branch, d_mid, pass);          // d_mid = d(LN_ffn output)
     ln_ffn_.backward(d_mid, a, mean2, rstd2, dx2);     // dx2 = LN_ffn'(…) (scratch for da)
-    add_into(dx2, dy2);                                // dx2 = da
+    add_into(dx2.data(), dy2.data(), dx2.numel());   // dx2 = da
     // a = x + drop(attn(LN_attn(x))): dx = da + LN_attn'(attn'(drop'(da))).
     residual_backward(dx2, d_branch, spec_.dropout, pass, s_attn);
     attention_.backward(g, attn_in.reshape(shaped), d_branch.reshape(shaped), d_mid.reshape(shaped), pass);
     // d_mid now holds d(attn_in); turn it into d(x) through LN_attn and add da.
     ln_attn_.backward(d_mid, x2, mean1, rstd1, d_branch);
-    add_into(dx2, d_branch);
+    add_into(dx2.data(), d_branch.data(), dx2.numel());
   }
 }
 

@@ -44,8 +44,6 @@ class Attention {
   // In the forward pass: out = P(part). So d_part (=|+=) Pᵀ d_out (pad rows zeroed), dP += ….
   void compress_backward(const BatchGeometry& g, const Projection& p, TensorView<const float> d_out,
                          TensorView<const float> part, TensorView<float> d_part, Accumulate mode) const;
-  // Does this projection act on each head's channels separately (so x cannot be compressed first)?
-  bool per_head(const Projection& p) const;
 
   // x with padded rows zeroed (x itself when no row is padded), in ctx's buffer: the forward
   // pass writes ctx only after compressing, and backward reads ctx only before.
