@@ -26,6 +26,23 @@ TEST(Arena, OffsetsAreAlignedAndViewsDisjoint) {
   EXPECT_EQ(arena.view("b").data(), arena.data() + 16);
 }
 
+TEST(Arena, SkewPlacesEveryTensorTheSameBytesPastACacheLine) {
+  ArenaLayout layout(sizeof(float), 16);
+  const int a = layout.add("a", Shape{3});   // 4 floats of skew, 3 floats, padding to 16
+  const int b = layout.add("b", Shape{17});  // 16 + 4
+  const int c = layout.add("c", Shape{1});   // 48 + 4
+  EXPECT_EQ(layout.entry(a).offset, 4u);
+  EXPECT_EQ(layout.entry(b).offset, 20u);
+  EXPECT_EQ(layout.entry(c).offset, 52u);
+  EXPECT_EQ(layout.numel(), 53u);
+  Arena<float> arena(layout);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(arena.view(i).data()) % kArenaAlignment, 16u) << layout.entry(i).name;
+  arena.view("c").data()[0] = 1.0f;  // the last element is inside the allocation
+  EXPECT_THROW(ArenaLayout(sizeof(float), 6), Error);   // not whole elements
+  EXPECT_THROW(ArenaLayout(sizeof(float), 64), Error);  // not below the alignment
+}
+
 TEST(Arena, StartsZeroedAndZeroClearsEverything) {
   ArenaLayout layout(sizeof(float));
   layout.add("w", Shape{10, 10});

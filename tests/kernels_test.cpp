@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -64,6 +65,32 @@ TEST(Matmul, TransposedStridedAndBroadcastBatches) {
             ref += static_cast<double>(a[(h * M + i) * K + p]) * bt[((bb * N + j) * H + h) * K + p];
           ASSERT_NEAR(c[((bb * H + h) * M + i) * N + j], ref, 1e-4);
         }
+}
+
+TEST(Matmul, TallNarrowTransposedProductIntoAStridedOutput) {
+  // c (M, N) = aᵀ · b with a stored (K, M): a weight gradient dyᵀx of a widening layer. Where the
+  // AVX2 sgemm runs (matmul_runs_avx2_sgemm), these sizes take the transposed-scratch path.
+  const int64_t K = 600, M = 520, N = 30, ldc = N + 3;
+  auto a = random_vector(K * M, 6), b = random_vector(K * N, 7);
+  std::vector<float> c(M * ldc, 100.0f);
+  const TensorView<const float> at = TensorView<const float>(a.data(), Shape{K, M}).transpose(0, 1);
+  const TensorView<const float> bv(b.data(), Shape{K, N});
+  const TensorView<float> cv(c.data(), Shape{M, N}, Shape{ldc, 1});
+  auto check = [&](double base) {
+    for (int64_t i = 0; i < M; ++i) {
+      for (int64_t j = 0; j < N; ++j) {
+        double ref = base;
+        for (int64_t p = 0; p < K; ++p) ref += static_cast<double>(a[p * M + i]) * b[p * N + j];
+        ASSERT_NEAR(c[i * ldc + j], ref, 1e-3) << i << "," << j;
+      }
+      for (int64_t j = N; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], 100.0f) << "padding written at " << i << "," << j;
+    }
+  };
+  matmul(at, bv, cv);
+  check(0.0);
+  std::fill(c.begin(), c.end(), 100.0f);
+  matmul(at, bv, cv, Accumulate::add);
+  check(100.0);
 }
 
 TEST(Matmul, ReusesPrimitivesAndRejectsMismatches) {

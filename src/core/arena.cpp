@@ -5,11 +5,20 @@
 
 namespace linformer {
 
+ArenaLayout::ArenaLayout(size_t element_size, size_t skew_bytes)
+    : element_size_(element_size), skew_elements_(skew_bytes / element_size) {
+  LF_CHECK(element_size > 0 && kArenaAlignment % element_size == 0, "arena element size {} does not divide {}",
+           element_size, kArenaAlignment);
+  LF_CHECK(skew_bytes < kArenaAlignment && skew_bytes % element_size == 0,
+           "arena skew of {} bytes is not a whole number of {}-byte elements below {}", skew_bytes, element_size,
+           kArenaAlignment);
+}
+
 int ArenaLayout::add(const std::string& name, Shape shape) {
   LF_CHECK(!name.empty(), "arena tensors need a name");
   LF_CHECK(!contains(name), "tensor '{}' is already in the arena layout", name);
   const size_t align = kArenaAlignment / element_size_;  // elements per alignment unit
-  const size_t offset = (numel_ + align - 1) / align * align;
+  const size_t offset = (numel_ + align - 1) / align * align + skew_elements_;
   entries_.push_back({name, shape, offset});
   numel_ = offset + static_cast<size_t>(shape.numel());
   by_name_[name] = static_cast<int>(entries_.size()) - 1;

@@ -1,8 +1,12 @@
 #include "linformer/kernels/matmul.h"
 
+#include "linformer/core/arena.h"
 #include "linformer/kernels/context.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -45,25 +49,11 @@ Cache& cache() {
   return c;
 }
 
-}  // namespace
-
-void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<float> c, Accumulate mode,
-            const float* bias) {
+// Builds (once) and runs the oneDNN primitive for these views.
+void run_primitive(TensorView<const float> a, TensorView<const float> b, TensorView<float> c, Accumulate mode,
+                   const float* bias) {
   const int rank = c.rank();
-  LF_CHECK(rank >= 2 && a.rank() == rank && b.rank() == rank, "matmul ranks {} · {} -> {}", a.shape().str(),
-           b.shape().str(), c.shape().str());
-  const int64_t m = a.size(rank - 2), k = a.size(rank - 1), n = b.size(rank - 1);
-  LF_CHECK(b.size(rank - 2) == k && c.size(rank - 2) == m && c.size(rank - 1) == n,
-           "matmul shapes {} · {} -> {} do not agree", a.shape().str(), b.shape().str(), c.shape().str());
-  for (int d = 0; d < rank - 2; ++d)
-    LF_CHECK((a.size(d) == c.size(d) || a.size(d) == 1) && (b.size(d) == c.size(d) || b.size(d) == 1),
-             "matmul batch axis {} of {} · {} -> {}", d, a.shape().str(), b.shape().str(), c.shape().str());
-  if (c.numel() == 0) return;
-  if (k == 0) {
-    LF_CHECK(mode == Accumulate::add && bias == nullptr, "matmul with an empty inner axis");
-    return;
-  }
-
+  const int64_t n = b.size(rank - 1);
   Key key;
   for (const auto* s : {&a.shape(), &a.strides(), &b.shape(), &b.strides(), &c.shape(), &c.strides()})
     append(key.values, *s);
@@ -107,6 +97,92 @@ void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<flo
   if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md, engine, const_cast<float*>(bias)));
   primitive->execute(ctx.stream(), args);
   ctx.stream().wait();
+}
+
+// oneDNN 2.6 on CPUs without AVX-512 runs f32 matmuls on its AVX2 sgemm, which computes
+// C = Aᵀ·B with a long inner axis at half speed when C is tall and narrow (m ≥ 2n, m ≥ 512,
+// n ≤ 256): the weight gradient dyᵀx of a widening layer such as the feed-forward's fc1. The
+// same product transposed, Cᵀ = Bᵀ·A, runs at full speed (results/2026-11-22_matmul_quirks/),
+// so such calls compute Cᵀ into a scratch and write it back transposed. Small k (k < m) loses
+// to the extra pass.
+bool computes_transposed(TensorView<const float> a, TensorView<const float> b, TensorView<float> c,
+                         const float* bias) {
+  if (!matmul_runs_avx2_sgemm() || c.rank() != 2 || bias != nullptr) return false;
+  const int64_t m = c.size(0), n = c.size(1), k = a.size(1);
+  const bool a_transposed = a.stride(0) == 1 && a.stride(1) >= m;
+  const bool b_rows = b.stride(1) == 1, c_rows = c.stride(1) == 1;
+  return a_transposed && b_rows && c_rows && n <= 256 && m >= std::max<int64_t>(2 * n, 512) && k >= m;
+}
+
+// c (m, n) (=|+=) tᵀ for t (n, m) contiguous, in 32×32 tiles so both sides stay in cache.
+void write_transposed(const float* t, TensorView<float> c, Accumulate mode) {
+  constexpr int64_t kTile = 32;
+  const int64_t m = c.size(0), n = c.size(1), ldc = c.stride(0);
+  float* const out = c.data();
+  const bool add = mode == Accumulate::add;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t i0 = 0; i0 < m; i0 += kTile)
+    for (int64_t j0 = 0; j0 < n; j0 += kTile)
+      for (int64_t i = i0; i < std::min(m, i0 + kTile); ++i)
+        for (int64_t j = j0; j < std::min(n, j0 + kTile); ++j)
+          out[i * ldc + j] = (add ? out[i * ldc + j] : 0.0f) + t[j * m + i];
+}
+
+// A grow-only buffer per calling thread, skewed like the workspace's tensors.
+float* transposed_scratch(int64_t numel) {
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<float, Free> storage;
+  thread_local int64_t capacity = 0;
+  const size_t skew = matmul_operand_skew_bytes() / sizeof(float);
+  if (numel > capacity) {
+    const size_t bytes = (static_cast<size_t>(numel) + skew) * sizeof(float);
+    storage.reset(static_cast<float*>(std::aligned_alloc(kArenaAlignment, (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment)));
+    LF_CHECK(storage != nullptr, "out of memory allocating a {}-value matmul scratch", numel);
+    capacity = numel;
+  }
+  return storage.get() + skew;
+}
+
+}  // namespace
+
+bool matmul_runs_avx2_sgemm() {
+  using isa = dnnl::cpu_isa;
+  static const bool avx2 = [] {
+    const isa max = dnnl::get_effective_cpu_isa();
+    return max == isa::avx2 || max == isa::avx2_vnni;
+  }();
+  return avx2;
+}
+
+size_t matmul_operand_skew_bytes() { return matmul_runs_avx2_sgemm() ? 16 : 0; }
+
+void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<float> c, Accumulate mode,
+            const float* bias) {
+  const int rank = c.rank();
+  LF_CHECK(rank >= 2 && a.rank() == rank && b.rank() == rank, "matmul ranks {} · {} -> {}", a.shape().str(),
+           b.shape().str(), c.shape().str());
+  const int64_t m = a.size(rank - 2), k = a.size(rank - 1), n = b.size(rank - 1);
+  LF_CHECK(b.size(rank - 2) == k && c.size(rank - 2) == m && c.size(rank - 1) == n,
+           "matmul shapes {} · {} -> {} do not agree", a.shape().str(), b.shape().str(), c.shape().str());
+  for (int d = 0; d < rank - 2; ++d)
+    LF_CHECK((a.size(d) == c.size(d) || a.size(d) == 1) && (b.size(d) == c.size(d) || b.size(d) == 1),
+             "matmul batch axis {} of {} · {} -> {}", d, a.shape().str(), b.shape().str(), c.shape().str());
+  if (c.numel() == 0) return;
+  if (k == 0) {
+    LF_CHECK(mode == Accumulate::add && bias == nullptr, "matmul with an empty inner axis");
+    return;
+  }
+
+  if (computes_transposed(a, b, c, bias)) {
+    const int64_t m = c.size(0), n = c.size(1);
+    const TensorView<float> t(transposed_scratch(m * n), Shape{n, m});
+    run_primitive(b.transpose(0, 1), a.transpose(0, 1), t, Accumulate::overwrite, nullptr);
+    write_transposed(t.data(), c, mode);
+    return;
+  }
+  run_primitive(a, b, c, mode, bias);
 }
 
 size_t matmul_primitives_built() {

@@ -1,5 +1,7 @@
 #include "linformer/model/workspace.h"
 
+#include "linformer/kernels/matmul.h"
+
 #include <algorithm>
 
 namespace linformer {
@@ -33,14 +35,14 @@ int Workspace::reserve_backward(const std::string& name, int64_t max_numel) {
 
 size_t Workspace::planned_bytes() const {
   if (arena_) return arena_->layout().bytes();
-  ArenaLayout layout(sizeof(float));
+  ArenaLayout layout(sizeof(float), matmul_operand_skew_bytes());
   for (const auto& r : requests_) layout.add(r.name, Shape{r.numel});
   return layout.bytes();
 }
 
 void Workspace::allocate() {
   LF_CHECK(!arena_, "workspace allocated twice");
-  ArenaLayout layout(sizeof(float));
+  ArenaLayout layout(sizeof(float), matmul_operand_skew_bytes());
   for (const auto& r : requests_) offsets_.push_back(layout.entry(layout.add(r.name, Shape{r.numel})).offset);
   arena_ = std::make_unique<Arena<float>>(layout);
 }

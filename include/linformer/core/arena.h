@@ -2,7 +2,8 @@
 // One allocation per role (parameters, gradients, Adam moments, activations).
 //
 // An ArenaLayout is the table of named tensors {name, shape}; it gives each an
-// offset aligned to kArenaAlignment bytes. An Arena allocates the layout's total
+// offset aligned to kArenaAlignment bytes, plus an optional skew (a whole number of
+// elements, less than the alignment) that every tensor shares. An Arena allocates the layout's total
 // once and hands out views into it, so zeroing a role is one memset and an
 // optimizer is one flat loop over data()[0, numel()).
 
@@ -26,12 +27,13 @@ class ArenaLayout {
     size_t offset;  // in elements from the start of the arena
   };
 
-  explicit ArenaLayout(size_t element_size) : element_size_(element_size) {}
+  explicit ArenaLayout(size_t element_size, size_t skew_bytes = 0);
 
   // Appends a tensor; returns its index. Names must be unique.
   int add(const std::string& name, Shape shape);
 
   size_t element_size() const { return element_size_; }
+  size_t skew_bytes() const { return skew_elements_ * element_size_; }
   size_t numel() const { return numel_; }  // including alignment padding
   size_t bytes() const { return numel_ * element_size_; }
   const std::vector<Entry>& entries() const { return entries_; }
@@ -41,6 +43,7 @@ class ArenaLayout {
 
  private:
   size_t element_size_;
+  size_t skew_elements_;
   size_t numel_ = 0;
   std::vector<Entry> entries_;
   std::unordered_map<std::string, int> by_name_;

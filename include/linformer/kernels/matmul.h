@@ -3,8 +3,9 @@
 //
 // Views have rank 2 (M×K · K×N) or carry up to two leading batch axes; a batch
 // axis of extent 1 in A or B broadcasts. Transposes and head slices are strides,
-// never copies. Each distinct shape/stride combination builds its oneDNN
-// primitive once and reuses it (a process-wide cache).
+// never copies (one exception: where the AVX2 sgemm is slow at Aᵀ·B for a tall, narrow C,
+// matmul computes Cᵀ into a scratch and writes it transposed). Each distinct shape/stride
+// combination builds its oneDNN primitive once and reuses it (a process-wide cache).
 
 #include "linformer/core/tensor.h"
 
@@ -15,6 +16,15 @@ enum class Accumulate { overwrite, add };
 // c (=|+=) a · b, plus bias (length N, broadcast over rows) when given.
 void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<float> c,
             Accumulate mode = Accumulate::overwrite, const float* bias = nullptr);
+
+// True where oneDNN runs f32 matmuls on its AVX2 sgemm (CPUs without AVX-512). Its speed
+// depends on operand placement (see the skew below) and orientation (see above).
+bool matmul_runs_avx2_sgemm();
+
+// Bytes past a cache line at which buffers that feed matmuls should start. The AVX2 sgemm
+// computes Aᵀ·B (every weight gradient) at half speed when B starts on a 32-byte boundary
+// (results/2026-11-22_matmul_quirks/); 16 bytes past one it runs at full speed. 0 elsewhere.
+size_t matmul_operand_skew_bytes();
 
 // Number of distinct primitives built so far (tests check that reuse works).
 size_t matmul_primitives_built();
