@@ -20,6 +20,24 @@ TEST(Philox, MatchesRandom123KnownAnswers) {
             (PhiloxCounter{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
 }
 
+TEST(Philox, BatchEqualsTheScalarBlocks) {
+  // Including a block index that carries into the counter's second word.
+  for (uint64_t first : {uint64_t{0}, uint64_t{0xfffffffc}, uint64_t{0x123456789a}}) {
+    const uint64_t lane = 0xfedcba9876543210ull;
+    const PhiloxKey key = {0xa4093822, 0x299f31d0};
+    uint32_t words[4][kPhiloxBatch];
+    philox4x32_10_batch(first, lane, key, words);
+    for (int i = 0; i < kPhiloxBatch; ++i) {
+      const uint64_t block = first + i;
+      const PhiloxCounter expected = philox4x32_10(
+          {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), static_cast<uint32_t>(lane),
+           static_cast<uint32_t>(lane >> 32)},
+          key);
+      for (int w = 0; w < 4; ++w) ASSERT_EQ(words[w][i], expected[w]) << "block " << block << " word " << w;
+    }
+  }
+}
+
 TEST(Rng, FirstWordsAreThePhiloxBlockOfCounterZero) {
   Rng rng(/*seed=*/0, /*stream=*/0);
   const PhiloxCounter block = philox4x32_10({0, 0, 0, 0}, {0, 0});

@@ -31,6 +31,34 @@ PhiloxCounter philox4x32_10(PhiloxCounter c, PhiloxKey k) {
   return c;
 }
 
+void philox4x32_10_batch(uint64_t first_block, uint64_t lane, PhiloxKey key, uint32_t (&words)[4][kPhiloxBatch]) {
+  uint64_t round_key0[10], round_key1[10];
+  for (int round = 0; round < 10; ++round) {
+    round_key0[round] = key[0] + static_cast<uint32_t>(round) * kWeyl0;
+    round_key1[round] = key[1] + static_cast<uint32_t>(round) * kWeyl1;
+  }
+  // The scalar rounds, one block per SIMD lane. Each 32-bit word lives in the low half of a
+  // 64-bit lane (the high half is don't-care), so a round is two 32×32→64 multiplies
+  // (vpmuludq), two shifts and four xors, with no repacking between rounds.
+  constexpr uint64_t kLow = 0xFFFFFFFFull;
+#pragma omp simd
+  for (int i = 0; i < kPhiloxBatch; ++i) {
+    const uint64_t block = first_block + static_cast<uint64_t>(i);
+    uint64_t c0 = block & kLow, c1 = block >> 32, c2 = lane & kLow, c3 = lane >> 32;
+    for (int round = 0; round < 10; ++round) {
+      const uint64_t p0 = (c0 & kLow) * kMul0, p1 = (c2 & kLow) * kMul1;
+      c0 = (p1 >> 32) ^ c1 ^ round_key0[round];
+      c2 = (p0 >> 32) ^ c3 ^ round_key1[round];
+      c1 = p1;
+      c3 = p0;
+    }
+    words[0][i] = static_cast<uint32_t>(c0);
+    words[1][i] = static_cast<uint32_t>(c1);
+    words[2][i] = static_cast<uint32_t>(c2);
+    words[3][i] = static_cast<uint32_t>(c3);
+  }
+}
+
 uint64_t mix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;

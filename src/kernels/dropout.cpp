@@ -17,18 +17,23 @@ void dropout_apply(const float* x, float* y, int64_t n, float p, uint64_t seed, 
   // one Philox block of four words serves eight elements.
   const uint32_t threshold = static_cast<uint32_t>(static_cast<double>(p) * 65536.0);
   const PhiloxKey key = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
-  const int64_t blocks = (n + 7) / 8;
+  // A batch of kPhiloxBatch blocks covers 8·kPhiloxBatch elements; element e of the site uses
+  // block e / 8, word (e % 8) / 2, half e % 2.
+  constexpr int64_t kPerBatch = 8 * kPhiloxBatch;
+  const int64_t batches = (n + kPerBatch - 1) / kPerBatch;
 #pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < blocks; ++b) {
-    const PhiloxCounter words = philox4x32_10(
-        {static_cast<uint32_t>(b), static_cast<uint32_t>(static_cast<uint64_t>(b) >> 32),
-         static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32)},
-        key);
-    const int64_t begin = 8 * b, count = std::min<int64_t>(8, n - begin);
-    for (int64_t j = 0; j < count; ++j) {
-      const uint32_t u = (words[j / 2] >> (16 * (j % 2))) & 0xFFFFu;
-      y[begin + j] = u >= threshold ? x[begin + j] * scale : 0.0f;
-    }
+  for (int64_t batch = 0; batch < batches; ++batch) {
+    uint32_t words[4][kPhiloxBatch];
+    philox4x32_10_batch(static_cast<uint64_t>(batch) * kPhiloxBatch, stream, key, words);
+    uint32_t uniform[kPerBatch];  // element j's 16-bit uniform
+    for (int w = 0; w < 4; ++w)
+      for (int block = 0; block < kPhiloxBatch; ++block) {
+        uniform[8 * block + 2 * w] = words[w][block] & 0xFFFFu;
+        uniform[8 * block + 2 * w + 1] = words[w][block] >> 16;
+      }
+    const int64_t begin = batch * kPerBatch, count = std::min<int64_t>(kPerBatch, n - begin);
+#pragma omp simd
+    for (int64_t j = 0; j < count; ++j) y[begin + j] = uniform[j] >= threshold ? x[begin + j] * scale : 0.0f;
   }
 }
 

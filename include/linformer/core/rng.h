@@ -20,6 +20,12 @@ using PhiloxKey = std::array<uint32_t, 2>;
 // One Philox4x32 block with 10 rounds: four independent 32-bit outputs.
 PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key);
 
+// kPhiloxBatch consecutive blocks at once, counters {block, block >> 32, lane, lane >> 32} for
+// block = first_block + i; words[w][i] is word w of block i. Same values as philox4x32_10, laid
+// out so the rounds vectorise (bulk draws such as dropout masks).
+inline constexpr int kPhiloxBatch = 16;
+void philox4x32_10_batch(uint64_t first_block, uint64_t lane, PhiloxKey key, uint32_t (&words)[4][kPhiloxBatch]);
+
 // SplitMix64 finaliser: a good 64-bit mixing function for deriving seeds.
 uint64_t mix64(uint64_t x);
 
