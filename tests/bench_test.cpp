@@ -3,6 +3,7 @@
 #include "linformer/bench/attention_bench.h"
 #include "linformer/bench/train_bench.h"
 #include "linformer/kernels/context.h"
+#include "linformer/kernels/kernel_timing.h"
 #include "model_test_util.h"
 #include "linformer/core/fs.h"
 #include "test_util.h"
@@ -54,6 +55,19 @@ TEST(BenchTrain, CommandReportsThroughputAndWritesJson) {
   ASSERT_EQ(j.at("stages").size(), 4u);  // embedding, 2 blocks, head
   EXPECT_GT(j.at("stages")[1].at("backward_ms").get<double>(), 0);
   EXPECT_EQ(j.at("precision"), "fp32");
+  // Per kernel family: every one listed; matmul counted with its rate; all of it inside the stages.
+  for (const char* line : {"matmul (oneDNN)", "layer norm", "softmax", "cross-entropy", "in the layers' own loops"})
+    EXPECT_THAT(r.output, HasSubstr(line));
+  ASSERT_EQ(j.at("kernels").size(), static_cast<size_t>(kKernelKinds));
+  const auto& matmul = j.at("kernels")[0];
+  EXPECT_EQ(matmul.at("name"), "matmul (oneDNN)");
+  EXPECT_GT(matmul.at("calls_per_step").get<double>(), 0);
+  EXPECT_GT(matmul.at("gflops_per_second").get<double>(), 0);
+  double in_kernels = 0, in_stages = 0;
+  for (const auto& k : j.at("kernels")) in_kernels += k.at("ms_per_step").get<double>();
+  for (const auto& st : j.at("stages")) in_stages += st.at("forward_ms").get<double>() + st.at("backward_ms").get<double>();
+  EXPECT_GT(in_kernels, 0);
+  EXPECT_LE(in_kernels, in_stages);
 }
 
 TEST(BenchTrain, Bf16RunsOnlyWhereTheCpuHasIt) {

@@ -4,6 +4,7 @@
 #include "linformer/kernels/activation.h"
 #include "linformer/kernels/cross_entropy.h"
 #include "linformer/kernels/dropout.h"
+#include "linformer/kernels/kernel_timing.h"
 #include "linformer/kernels/layer_norm.h"
 #include "linformer/kernels/matmul.h"
 #include "linformer/kernels/reduce.h"
@@ -102,6 +103,33 @@ TEST(Matmul, ReusesPrimitivesAndRejectsMismatches) {
   for (int i = 0; i < 3; ++i) matmul(av, bv, TensorView<float>(c.data(), Shape{2, 2}));
   EXPECT_EQ(matmul_primitives_built(), built);
   EXPECT_THROW(matmul(av, av, TensorView<float>(c.data(), Shape{2, 2})), Error);
+}
+
+TEST(KernelTiming, CountsCallsTimeAndMatmulFlopsOnlyWhileEnabled) {
+  auto a = random_vector(6 * 4, 1), b = random_vector(4 * 5, 2), x = random_vector(100, 3);
+  std::vector<float> c(6 * 5), y(100);
+  const TensorView<const float> av(a.data(), Shape{6, 4}), bv(b.data(), Shape{4, 5});
+  reset_kernel_timing();
+  matmul(av, bv, TensorView<float>(c.data(), Shape{6, 5}));  // disabled: not counted
+  enable_kernel_timing(true);
+  matmul(av, bv, TensorView<float>(c.data(), Shape{6, 5}));
+  matmul(av, bv, TensorView<float>(c.data(), Shape{6, 5}));
+  gelu_forward(x.data(), y.data(), 100);
+  {
+    const KernelTimer outer(KernelKind::dropout);
+    gelu_forward(x.data(), y.data(), 100);  // inside another timed kernel: counts towards it
+  }
+  enable_kernel_timing(false);
+  const auto t = kernel_timing();
+  const auto& mm = t[static_cast<int>(KernelKind::matmul)];
+  EXPECT_EQ(mm.calls, 2);
+  EXPECT_DOUBLE_EQ(mm.flops, 2 * (2.0 * 6 * 5 * 4));
+  EXPECT_GT(mm.seconds, 0.0);
+  EXPECT_EQ(t[static_cast<int>(KernelKind::gelu)].calls, 1);
+  EXPECT_EQ(t[static_cast<int>(KernelKind::dropout)].calls, 1);
+  EXPECT_EQ(t[static_cast<int>(KernelKind::layer_norm)].calls, 0);
+  reset_kernel_timing();
+  EXPECT_EQ(kernel_timing()[static_cast<int>(KernelKind::matmul)].calls, 0);
 }
 
 TEST(LayerNorm, ForwardAndBackwardMatchNaive) {

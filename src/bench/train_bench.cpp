@@ -2,6 +2,7 @@
 
 #include "linformer/core/rng.h"
 #include "linformer/kernels/context.h"
+#include "linformer/kernels/kernel_timing.h"
 #include "linformer/kernels/matmul.h"
 #include "linformer/layers/attention.h"
 #include "linformer/model/mlm_model.h"
@@ -80,21 +81,34 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
   double optimizer_seconds = 0;
   model.enable_stage_timing(true);
   for (int step = 0; step < warmup_steps + timed_steps; ++step) {
-    if (step == warmup_steps) model.stage_times().reset();
+    if (step == warmup_steps) {
+      model.stage_times().reset();
+      reset_kernel_timing();
+      enable_kernel_timing(true);
+    }
     const Pass pass{true, static_cast<uint64_t>(recipe.seed), static_cast<uint64_t>(step)};
     const auto start = Clock::now();
     model.params().zero_grads();
     model.forward_backward(batch, pass, 1.0f / static_cast<float>(M));
     const auto before_optimizer = Clock::now();
+    enable_kernel_timing(false);  // the optimizer has its own line
     optimizer.step(1e-6);  // a tiny step: the time is the same, the weights barely move
+    enable_kernel_timing(step >= warmup_steps);
     const auto end = Clock::now();
     if (step >= warmup_steps) {
       seconds.push_back(std::chrono::duration<double>(end - start).count());
       optimizer_seconds += std::chrono::duration<double>(end - before_optimizer).count();
     }
   }
+  enable_kernel_timing(false);
   std::sort(seconds.begin(), seconds.end());
   TrainBenchResult r;
+  const auto kernels = kernel_timing();
+  for (int i = 0; i < kKernelKinds; ++i) {
+    const KernelTotals& k = kernels[i];
+    r.kernels.push_back({kernel_name(static_cast<KernelKind>(i)), 1e3 * k.seconds / timed_steps,
+                         static_cast<double>(k.calls) / timed_steps, k.seconds > 0 ? 1e-9 * k.flops / k.seconds : 0.0});
+  }
   r.batch = B;
   r.seq_len = T;
   r.masked = M;
@@ -145,6 +159,11 @@ std::string to_json(const TrainBenchResult& r, const ModelSpec& spec) {
                       {"peak_rss_kb", r.peak_rss_kb}};
   for (const auto& stage : r.stages)
     j["stages"].push_back({{"name", stage.name}, {"forward_ms", stage.forward_ms}, {"backward_ms", stage.backward_ms}});
+  for (const auto& kernel : r.kernels)
+    j["kernels"].push_back({{"name", kernel.name},
+                            {"ms_per_step", kernel.ms},
+                            {"calls_per_step", kernel.calls},
+                            {"gflops_per_second", kernel.gflops}});
   return j.dump(2);
 }
 

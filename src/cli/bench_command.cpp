@@ -38,7 +38,7 @@ void add_bench_command(CLI::App& app) {
       "train",
       "Time training steps (forward, backward, AdamW) of a recipe's model on synthetic batches (batch size, n "
       "and masking from the recipe): step time (median, min, max), tokens/s, matmul GFLOP/s against a measured "
-      "matmul peak, time per model stage, memory.");
+      "matmul peak, time per model stage and per kernel family, memory.");
   args->recipe.add_to(*train);
   train->add_option("--warmup", args->warmup, "Untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
   train->add_option("--steps", args->steps, "Timed steps")->capture_default_str()->check(CLI::PositiveNumber);
@@ -71,6 +71,19 @@ void add_bench_command(CLI::App& app) {
                           100 * (stage.forward_ms + stage.backward_ms) / total);
     text += fmt::format("{:<18} {:>12} {:>12.1f} {:>7.1f}%\n", "optimizer (AdamW)", "", r.optimizer_ms,
                         100 * r.optimizer_ms / total);
+    // The same step by kernel family; what no kernel accounts for is the layers' own loops.
+    text += fmt::format("\n{:<24} {:>10} {:>10} {:>8} {:>9}\n", "kernel", "calls", "ms", "share", "GFLOP/s");
+    double in_kernels = 0;
+    for (const auto& kernel : r.kernels) {
+      in_kernels += kernel.ms;
+      text += fmt::format("{:<24} {:>10.0f} {:>10.1f} {:>7.1f}% {:>9}\n", kernel.name, kernel.calls, kernel.ms,
+                          100 * kernel.ms / total, kernel.gflops > 0 ? fmt::format("{:.1f}", kernel.gflops) : "");
+    }
+    text += fmt::format("{:<24} {:>10} {:>10.1f} {:>7.1f}%\n", "optimizer (AdamW)", "", r.optimizer_ms,
+                        100 * r.optimizer_ms / total);
+    const double outside = total - in_kernels - r.optimizer_ms;
+    text += fmt::format("{:<24} {:>10} {:>10.1f} {:>7.1f}%\n", "in the layers' own loops", "", outside,
+                        100 * outside / total);
     std::cout << text;
     if (!args->json.empty()) write_file_atomic(args->json, to_json(r, spec) + "\n");
   });

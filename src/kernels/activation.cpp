@@ -1,6 +1,7 @@
 #include "linformer/kernels/activation.h"
 
 #include "linformer/kernels/fast_math.h"
+#include "linformer/kernels/kernel_timing.h"
 
 #include <cmath>
 
@@ -12,11 +13,13 @@ constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 }  // namespace
 
 void gelu_forward(const float* x, float* y, int64_t n) {
+  const KernelTimer timer(KernelKind::gelu);
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + fast_erf(x[i] * kInvSqrt2));
 }
 
 void gelu_backward(const float* dy, const float* x, float* dx, int64_t n) {
+  const KernelTimer timer(KernelKind::gelu);
   // In the forward pass: y = x Φ(x). So dy/dx = Φ(x) + x φ(x), φ the normal density.
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) {

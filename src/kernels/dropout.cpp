@@ -1,6 +1,7 @@
 #include "linformer/kernels/dropout.h"
 
 #include "linformer/core/rng.h"
+#include "linformer/kernels/kernel_timing.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,6 +9,7 @@
 namespace linformer {
 
 void dropout_apply(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t stream) {
+  const KernelTimer timer(KernelKind::dropout);
   if (p <= 0.0f) {
     if (x != y) std::memcpy(y, x, sizeof(float) * static_cast<size_t>(n));
     return;

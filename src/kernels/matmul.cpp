@@ -2,6 +2,7 @@
 
 #include "linformer/core/arena.h"
 #include "linformer/kernels/context.h"
+#include "linformer/kernels/kernel_timing.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -175,8 +176,8 @@ void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<flo
     return;
   }
 
+  const KernelTimer timer(KernelKind::matmul, 2.0 * static_cast<double>(c.numel()) * static_cast<double>(k));
   if (computes_transposed(a, b, c, bias)) {
-    const int64_t m = c.size(0), n = c.size(1);
     const TensorView<float> t(transposed_scratch(m * n), Shape{n, m});
     run_primitive(b.transpose(0, 1), a.transpose(0, 1), t, Accumulate::overwrite, nullptr);
     write_transposed(t.data(), c, mode);

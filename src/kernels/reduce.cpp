@@ -1,5 +1,7 @@
 #include "linformer/kernels/reduce.h"
 
+#include "linformer/kernels/kernel_timing.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -9,11 +11,13 @@
 namespace linformer {
 
 void add_into(float* y, const float* x, int64_t n) {
+  const KernelTimer timer(KernelKind::reduce);
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
 void add_column_sums(const float* x, int64_t rows, int64_t cols, int64_t row_stride, float* out) {
+  const KernelTimer timer(KernelKind::reduce);
   const int threads = omp_get_max_threads();
   // Per-thread partial sums; the buffer grows once and is reused.
   thread_local std::vector<double> partial;
@@ -33,12 +37,14 @@ void add_column_sums(const float* x, int64_t rows, int64_t cols, int64_t row_str
 }
 
 void gather_rows(const float* x, const int32_t* index, float* y, int64_t rows, int64_t C) {
+  const KernelTimer timer(KernelKind::reduce);
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r)
     std::memcpy(y + r * C, x + static_cast<int64_t>(index[r]) * C, sizeof(float) * static_cast<size_t>(C));
 }
 
 void scatter_add_rows(const float* x, const int32_t* index, float* y, int64_t rows, int64_t C) {
+  const KernelTimer timer(KernelKind::reduce);
   // Threads own disjoint column blocks, so repeated indices never race.
   constexpr int64_t kBlock = 16;
   const int64_t blocks = (C + kBlock - 1) / kBlock;

@@ -1,6 +1,7 @@
 #include "linformer/kernels/softmax.h"
 
 #include "linformer/kernels/fast_math.h"
+#include "linformer/kernels/kernel_timing.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +11,7 @@ namespace linformer {
 
 void softmax_forward(const float* s, float* p, int64_t rows, int64_t cols, float scale, const uint8_t* key_valid,
                      int64_t rows_per_mask) {
+  const KernelTimer timer(KernelKind::softmax);
   // The loops over a row are explicit simd loops: the reductions may be reordered, and the
   // key mask is a select, not a branch.
   constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
@@ -49,6 +51,7 @@ void softmax_forward(const float* s, float* p, int64_t rows, int64_t cols, float
 }
 
 void softmax_backward(const float* dp, const float* p, float* ds, int64_t rows, int64_t cols, float scale) {
+  const KernelTimer timer(KernelKind::softmax);
   // In the forward pass: p = softmax(scale * s). So ds_j = scale * p_j (dp_j - Σ_i dp_i p_i).
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {

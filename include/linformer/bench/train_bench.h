@@ -25,11 +25,19 @@ struct StageTime {
   double forward_ms = 0, backward_ms = 0;  // mean per step
 };
 
+struct KernelTime {
+  std::string name;
+  double ms = 0;        // mean per step
+  double calls = 0;     // mean per step
+  double gflops = 0;    // matmul only: its FLOPs / its time
+};
+
 struct TrainBenchResult {
   int64_t batch = 0, seq_len = 0, masked = 0, threads = 0, steps = 0;
   double median_s = 0, min_s = 0, max_s = 0;  // forward + backward + optimizer
   double optimizer_ms = 0;                    // mean AdamW step
   std::vector<StageTime> stages;              // forward and backward per model stage
+  std::vector<KernelTime> kernels;            // per kernel family (kernels/kernel_timing.h), optimizer excluded
   double tokens_per_s = 0;     // B·T / median
   double gflops_per_s = 0;     // 3 × forward FLOPs / median
   double forward_gflop = 0;    // per step
