@@ -262,6 +262,41 @@ TEST(Dropout, RateScaleDeterminismAndStreams) {
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], 1.0f);
 }
 
+TEST(Dropout, MaskIsTheScalarPhiloxOfTheElementIndex) {
+  // Element i keeps its value iff half i % 2 of word (i % 8) / 2 of Philox block i / 8
+  // (counter {i / 8, 0, stream, stream >> 32}, key = seed) is ≥ p·2^16.
+  const int64_t n = 3001;  // not a multiple of a batch
+  const float p = 0.25f;
+  const uint64_t seed = 0x1234567890abcdefull, stream = 0xfeedull << 32 | 99;
+  std::vector<float> x = random_vector(n, 11), y(n);
+  dropout_apply(x.data(), y.data(), n, p, seed, stream);
+  for (int64_t i = 0; i < n; ++i) {
+    const PhiloxCounter w = philox4x32_10({static_cast<uint32_t>(i / 8), 0, static_cast<uint32_t>(stream),
+                                           static_cast<uint32_t>(stream >> 32)},
+                                          {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+    const uint32_t u = (w[(i % 8) / 2] >> (16 * (i % 2))) & 0xFFFFu;
+    ASSERT_FLOAT_EQ(y[i], u >= static_cast<uint32_t>(0.25 * 65536) ? x[i] / 0.75f : 0.0f) << i;
+    ASSERT_EQ(y[i] == 0.0f, u < static_cast<uint32_t>(0.25 * 65536)) << i;
+  }
+}
+
+TEST(Dropout, AddIsTheResidualOfTheSameMaskInOnePass) {
+  const int64_t n = 5000;
+  const std::vector<float> x = random_vector(n, 12), branch = random_vector(n, 13);
+  std::vector<float> dropped(n), y(n);
+  dropout_apply(branch.data(), dropped.data(), n, 0.1f, 5, 6);
+  dropout_add(x.data(), branch.data(), y.data(), n, 0.1f, 5, 6);
+  for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], x[i] + dropped[i], 1e-6f) << i;  // (may be one fused multiply-add)
+  std::vector<float> in_place = branch;  // y aliasing branch
+  dropout_add(x.data(), in_place.data(), in_place.data(), n, 0.1f, 5, 6);
+  EXPECT_EQ(in_place, y);
+  in_place = x;  // y aliasing x
+  dropout_add(in_place.data(), branch.data(), in_place.data(), n, 0.1f, 5, 6);
+  EXPECT_EQ(in_place, y);
+  dropout_add(x.data(), branch.data(), y.data(), n, 0.0f, 5, 6);  // p = 0: a plain sum
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], x[i] + branch[i]);
+}
+
 TEST(Reduce, ColumnSumsGatherScatter) {
   const std::vector<float> x = {1, 2, 3, 9, 4, 5, 6, 9};  // 2 rows of 3 with a row stride of 4
   std::vector<float> sums = {10, 20, 30};

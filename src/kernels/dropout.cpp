@@ -8,26 +8,23 @@
 
 namespace linformer {
 
-void dropout_apply(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t stream) {
-  const KernelTimer timer(KernelKind::dropout);
-  if (p <= 0.0f) {
-    if (x != y) std::memcpy(y, x, sizeof(float) * static_cast<size_t>(n));
-    return;
-  }
+namespace {
+
+// Calls write(i, kept, scale) for every element i of a site with p > 0. Element i keeps its
+// value when its 16-bit uniform (half of a Philox word) is ≥ p·2^16: one Philox block of four
+// words serves eight elements, a batch of kPhiloxBatch blocks 8·kPhiloxBatch elements.
+template <class Write>
+void for_each_mask_element(int64_t n, float p, uint64_t seed, uint64_t stream, Write write) {
   const float scale = 1.0f / (1.0f - p);
-  // Element i keeps its value when its 16-bit uniform (half of a Philox word) is ≥ p·2^16:
-  // one Philox block of four words serves eight elements.
   const uint32_t threshold = static_cast<uint32_t>(static_cast<double>(p) * 65536.0);
   const PhiloxKey key = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
-  // A batch of kPhiloxBatch blocks covers 8·kPhiloxBatch elements; element e of the site uses
-  // block e / 8, word (e % 8) / 2, half e % 2.
   constexpr int64_t kPerBatch = 8 * kPhiloxBatch;
   const int64_t batches = (n + kPerBatch - 1) / kPerBatch;
 #pragma omp parallel for schedule(static)
   for (int64_t batch = 0; batch < batches; ++batch) {
     uint32_t words[4][kPhiloxBatch];
     philox4x32_10_batch(static_cast<uint64_t>(batch) * kPhiloxBatch, stream, key, words);
-    uint32_t uniform[kPerBatch];  // element j's 16-bit uniform
+    uint32_t uniform[kPerBatch];  // element j's 16-bit uniform: block j / 8, word (j % 8) / 2, half j % 2
     for (int w = 0; w < 4; ++w)
       for (int block = 0; block < kPhiloxBatch; ++block) {
         uniform[8 * block + 2 * w] = words[w][block] & 0xFFFFu;
@@ -35,8 +32,36 @@ void dropout_apply(const float* x, float* y, int64_t n, float p, uint64_t seed, 
       }
     const int64_t begin = batch * kPerBatch, count = std::min<int64_t>(kPerBatch, n - begin);
 #pragma omp simd
-    for (int64_t j = 0; j < count; ++j) y[begin + j] = uniform[j] >= threshold ? x[begin + j] * scale : 0.0f;
+    for (int64_t j = 0; j < count; ++j) write(begin + j, uniform[j] >= threshold, scale);
   }
+}
+
+}  // namespace
+
+void dropout_apply(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t stream) {
+  const KernelTimer timer(KernelKind::dropout);
+  if (p <= 0.0f) {
+    if (x != y) std::memcpy(y, x, sizeof(float) * static_cast<size_t>(n));
+    return;
+  }
+  // Loads before the select keep the loop branch-free (vectorised).
+  for_each_mask_element(n, p, seed, stream, [=](int64_t i, bool kept, float scale) {
+    const float scaled = x[i] * scale;
+    y[i] = kept ? scaled : 0.0f;
+  });
+}
+
+void dropout_add(const float* x, const float* branch, float* y, int64_t n, float p, uint64_t seed, uint64_t stream) {
+  const KernelTimer timer(KernelKind::dropout);
+  if (p <= 0.0f) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] + branch[i];
+    return;
+  }
+  for_each_mask_element(n, p, seed, stream, [=](int64_t i, bool kept, float scale) {
+    const float scaled = branch[i] * scale, base = x[i];
+    y[i] = base + (kept ? scaled : 0.0f);
+  });
 }
 
 }  // namespace linformer

@@ -6,16 +6,10 @@
 namespace linformer {
 
 namespace {
-// y = x + dropout(branch); y may be branch itself (elementwise).
+// y = x + dropout(branch) in one pass; y may be branch itself (elementwise).
 void residual_add(TensorView<const float> x, TensorView<float> branch, TensorView<float> y, float p, const Pass& pass,
                   uint64_t stream) {
-  if (pass.training) dropout_apply(branch.data(), branch.data(), branch.numel(), p, pass.seed, stream);
-  const int64_t n = y.numel();
-  const float* xs = x.data();
-  const float* bs = branch.data();
-  float* ys = y.data();
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i) ys[i] = xs[i] + bs[i];
+  dropout_add(x.data(), branch.data(), y.data(), y.numel(), pass.training ? p : 0.0f, pass.seed, stream);
 }
 
 // d_branch = dropout(dy) with the forward mask.

@@ -13,4 +13,8 @@ namespace linformer {
 // Backward is the same call on the gradient with the same (seed, stream).
 void dropout_apply(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t stream);
 
+// y = x + dropout_apply(branch) in one pass (a residual connection); y may alias x or branch.
+// Its backward is dropout_apply on the gradient with the same (seed, stream).
+void dropout_add(const float* x, const float* branch, float* y, int64_t n, float p, uint64_t seed, uint64_t stream);
+
 }  // namespace linformer
