@@ -52,6 +52,13 @@ TEST(BenchTrain, CommandReportsThroughputAndWritesJson) {
   EXPECT_GT(j.at("tokens_per_second").get<double>(), 0);
   EXPECT_EQ(j.at("timed_steps").get<int>(), 2);
   EXPECT_GT(j.at("measured_fp32_matmul_peak_gflops").get<double>(), 0);
+  EXPECT_THAT(r.output, HasSubstr("matmul peak probe"));
+  if (cpu_has_bf16()) {
+    EXPECT_GT(j.at("measured_bf16_matmul_peak_gflops").get<double>(), 0);
+  } else {
+    EXPECT_TRUE(j.at("measured_bf16_matmul_peak_gflops").is_null());
+    EXPECT_THAT(r.output, HasSubstr("bf16 not available (needs avx512_bf16"));
+  }
   ASSERT_EQ(j.at("stages").size(), 4u);  // embedding, 2 blocks, head
   EXPECT_GT(j.at("stages")[1].at("backward_ms").get<double>(), 0);
   EXPECT_EQ(j.at("precision"), "fp32");

@@ -41,7 +41,7 @@ double forward_matmul_flops(const ModelSpec& s, int64_t B, int64_t T, int64_t M)
   return flops;
 }
 
-double measure_fp32_matmul_peak_gflops() {
+double measure_matmul_peak_gflops() {
   const int64_t n = 1536;
   std::vector<float> a(static_cast<size_t>(n * n), 0.5f), b(static_cast<size_t>(n * n), 0.25f), c(static_cast<size_t>(n * n));
   const TensorView<const float> av(a.data(), Shape{n, n}), bv(b.data(), Shape{n, n});
@@ -126,7 +126,15 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
                         1e3 * times.backward_seconds[i] / timed_steps});
   r.bf16 = precision.bf16;
   r.precision_note = precision.note;
-  r.peak_gflops = measure_fp32_matmul_peak_gflops();  // under the run's precision
+  // Both probes, then the run's precision again (primitives are cached per precision).
+  select_matmul_precision(false);
+  r.fp32_peak_gflops = measure_matmul_peak_gflops();
+  if (cpu_has_bf16()) {
+    select_matmul_precision(true);
+    r.bf16_peak_gflops = measure_matmul_peak_gflops();
+  }
+  select_matmul_precision(precision.bf16);
+  r.peak_gflops = precision.bf16 ? r.bf16_peak_gflops : r.fp32_peak_gflops;
   r.tokens_per_s = static_cast<double>(B * T) / r.median_s;
   r.gflops_per_s = 3 * r.forward_gflop / r.median_s;
   r.parameter_bytes = model.params().values().layout().bytes();
@@ -148,7 +156,9 @@ std::string to_json(const TrainBenchResult& r, const ModelSpec& spec) {
                       {"tokens_per_second", r.tokens_per_s},
                       {"flops_per_token", r.flops_per_token},
                       {"optimizer_ms", r.optimizer_ms},
-                      {"measured_fp32_matmul_peak_gflops", r.peak_gflops},
+                      {"measured_fp32_matmul_peak_gflops", r.fp32_peak_gflops},
+                      {"measured_bf16_matmul_peak_gflops",
+                       r.bf16_peak_gflops > 0 ? nlohmann::json(r.bf16_peak_gflops) : nlohmann::json(nullptr)},
                       {"fraction_of_measured_peak", r.gflops_per_s / r.peak_gflops},
                       {"precision", r.bf16 ? "bf16" : "fp32"},
                       {"precision_note", r.precision_note},

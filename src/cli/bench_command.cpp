@@ -52,6 +52,7 @@ void add_bench_command(CLI::App& app) {
         "training step (forward + backward + AdamW): median {:.1f} ms, min {:.1f}, max {:.1f} over {} steps\n"
         "throughput: {:.0f} tokens/s, {:.1f} GFLOP/s = {:.0f}% of the measured {} matmul peak ({:.1f} GFLOP/s)\n"
         "  (matmul FLOPs: {:.2f} GFLOP forward per step, x3 per training step, {:.1f} MFLOP per token)\n"
+        "matmul peak probe (1536^3, best of 4): fp32 {:.1f} GFLOP/s, bf16 {}\n"
         "precision: {} (oneDNN ISA here: {})\n"
         "memory: parameters {:.1f} MB, activations {:.1f} MB, peak RSS {:.1f} MB\n\n"
         "{:<18} {:>12} {:>12} {:>8}\n",
@@ -62,7 +63,10 @@ void add_bench_command(CLI::App& app) {
                             : "",
         r.batch, r.masked, r.threads, r.median_s * 1e3, r.min_s * 1e3, r.max_s * 1e3, r.steps, r.tokens_per_s,
         r.gflops_per_s, 100 * r.gflops_per_s / r.peak_gflops, r.bf16 ? "bf16" : "fp32", r.peak_gflops,
-        r.forward_gflop, r.flops_per_token * 1e-6, r.precision_note, dnnl_cpu_isa_name(), r.parameter_bytes / 1e6, r.activation_bytes / 1e6,
+        r.forward_gflop, r.flops_per_token * 1e-6, r.fp32_peak_gflops,
+        r.bf16_peak_gflops > 0 ? fmt::format("{:.1f} GFLOP/s", r.bf16_peak_gflops)
+                               : fmt::format("not available (needs avx512_bf16; oneDNN ISA here: {})", dnnl_cpu_isa_name()),
+        r.precision_note, dnnl_cpu_isa_name(), r.parameter_bytes / 1e6, r.activation_bytes / 1e6,
         r.peak_rss_kb / 1e3, "stage", "forward ms", "backward ms", "share");
     double total = r.optimizer_ms;
     for (const auto& stage : r.stages) total += stage.forward_ms + stage.backward_ms;

@@ -16,9 +16,9 @@ namespace linformer {
 double forward_matmul_flops(const ModelSpec& spec, int64_t B, int64_t T, int64_t M);
 
 // The best matmul rate this machine sustains through oneDNN: a few large square f32
-// products under the current matmul precision (the "measured peak" bench train compares against;
-// with bf16 in effect, oneDNN may run them in bf16).
-double measure_fp32_matmul_peak_gflops();
+// products (1536³, best of 4) under the current matmul precision (with bf16 in effect, oneDNN
+// runs them in bf16).
+double measure_matmul_peak_gflops();
 
 struct StageTime {
   std::string name;
@@ -42,7 +42,9 @@ struct TrainBenchResult {
   double gflops_per_s = 0;     // 3 × forward FLOPs / median
   double forward_gflop = 0;    // per step
   double flops_per_token = 0;  // 3 × forward FLOPs / (B·T)
-  double peak_gflops = 0;      // measure_fp32_matmul_peak_gflops(), under the run's precision
+  double peak_gflops = 0;      // the peak under the run's precision (the fraction's denominator)
+  double fp32_peak_gflops = 0; // measure_matmul_peak_gflops() in fp32
+  double bf16_peak_gflops = 0; // and in bf16; 0 where the CPU has no avx512_bf16
   bool bf16 = false;           // bf16 matmuls in effect
   std::string precision_note;  // select_matmul_precision()
   size_t parameter_bytes = 0, activation_bytes = 0;
