@@ -1,0 +1,64 @@
+"""scripts/compare_valid_ppl.py: the 1% criterion of scripts/bf16_check.sh, on made-up runs."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "compare_valid_ppl.py")
+
+
+def write_run(root, name, valid):
+    """valid: [(update, perplexity)], written with train records in between."""
+    run = os.path.join(root, name)
+    os.makedirs(run)
+    with open(os.path.join(run, "metrics.jsonl"), "w") as f:
+        for update, ppl in valid:
+            f.write(json.dumps({"kind": "train", "update": update, "perplexity": 3 * ppl}) + "\n")
+            f.write(json.dumps({"kind": "valid", "update": update, "perplexity": ppl}) + "\n")
+    return run
+
+
+def compare(a, b, *extra):
+    return subprocess.run([sys.executable, SCRIPT, a, b, *extra], capture_output=True, text=True)
+
+
+class CompareValidPpl(unittest.TestCase):
+    def test_uses_the_last_validation_and_the_limit(self):
+        with tempfile.TemporaryDirectory() as d:
+            a = write_run(d, "fp32", [(100, 500.0), (300, 200.0)])
+            close = write_run(d, "close", [(100, 900.0), (300, 201.9)])  # 0.95% apart at the end
+            far = write_run(d, "far", [(100, 500.0), (300, 202.1)])      # 1.05%
+            r = compare(a, close)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("0.95% apart", r.stdout)
+            self.assertEqual(compare(a, far).returncode, 1)
+            self.assertEqual(compare(a, far, "--max-relative", "0.02").returncode, 0)
+
+    def test_different_final_updates_fail(self):
+        with tempfile.TemporaryDirectory() as d:
+            a = write_run(d, "a", [(300, 200.0)])
+            b = write_run(d, "b", [(200, 200.0)])
+            r = compare(a, b)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("different updates", r.stdout)
+
+    def test_missing_metrics_or_validation_name_the_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            a = write_run(d, "a", [(300, 200.0)])
+            empty = os.path.join(d, "empty")
+            os.makedirs(empty)
+            with open(os.path.join(empty, "metrics.jsonl"), "w") as f:
+                f.write(json.dumps({"kind": "train", "update": 1, "perplexity": 9.0}) + "\n")
+            r = compare(a, empty)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(os.path.join(empty, "metrics.jsonl"), r.stderr)
+            self.assertIn("no validation record", r.stderr)
+            r = compare(a, os.path.join(d, "absent"))
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("cannot read", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
