@@ -53,6 +53,12 @@ TEST(BenchTrain, CommandReportsThroughputAndWritesJson) {
   EXPECT_EQ(j.at("timed_steps").get<int>(), 2);
   EXPECT_GT(j.at("measured_fp32_matmul_peak_gflops").get<double>(), 0);
   EXPECT_THAT(r.output, HasSubstr("matmul peak probe"));
+  EXPECT_THAT(r.output, HasSubstr("matmul kernels: "));
+  ASSERT_FALSE(j.at("matmul_implementations").empty());
+  for (const auto& [name, primitives] : j.at("matmul_implementations").items()) {
+    EXPECT_FALSE(name.empty());
+    EXPECT_GT(primitives.get<int>(), 0);
+  }
   if (cpu_has_bf16()) {
     EXPECT_GT(j.at("measured_bf16_matmul_peak_gflops").get<double>(), 0);
   } else {

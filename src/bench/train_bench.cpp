@@ -103,6 +103,7 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
   enable_kernel_timing(false);
   std::sort(seconds.begin(), seconds.end());
   TrainBenchResult r;
+  r.matmul_implementations = matmul_implementations();  // before the peak probe adds its own
   const auto kernels = kernel_timing();
   for (int i = 0; i < kKernelKinds; ++i) {
     const KernelTotals& k = kernels[i];
@@ -169,6 +170,7 @@ std::string to_json(const TrainBenchResult& r, const ModelSpec& spec) {
                       {"peak_rss_kb", r.peak_rss_kb}};
   for (const auto& stage : r.stages)
     j["stages"].push_back({{"name", stage.name}, {"forward_ms", stage.forward_ms}, {"backward_ms", stage.backward_ms}});
+  j["matmul_implementations"] = r.matmul_implementations;
   for (const auto& kernel : r.kernels)
     j["kernels"].push_back({{"name", kernel.name},
                             {"ms_per_step", kernel.ms},

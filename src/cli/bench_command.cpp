@@ -47,13 +47,16 @@ void add_bench_command(CLI::App& app) {
     const auto recipe = config::load_recipe(args->recipe.path, args->recipe.overrides);
     const ModelSpec spec = ModelSpec::from_recipe(recipe);
     const TrainBenchResult r = bench_train(recipe, args->warmup, args->steps);
+    std::string implementations;
+    for (const auto& [name, primitives] : r.matmul_implementations)
+      implementations += fmt::format("{}{} ({} shapes)", implementations.empty() ? "" : ", ", name, primitives);
     std::string text = fmt::format(
         "recipe {}: {} {} layers, d {}, heads {}, FFN {}, n {}{}, batch {}, {} masked, {} threads\n"
         "training step (forward + backward + AdamW): median {:.1f} ms, min {:.1f}, max {:.1f} over {} steps\n"
         "throughput: {:.0f} tokens/s, {:.1f} GFLOP/s = {:.0f}% of the measured {} matmul peak ({:.1f} GFLOP/s)\n"
         "  (matmul FLOPs: {:.2f} GFLOP forward per step, x3 per training step, {:.1f} MFLOP per token)\n"
         "matmul peak probe (1536^3, best of 4): fp32 {:.1f} GFLOP/s, bf16 {}\n"
-        "precision: {} (oneDNN ISA here: {})\n"
+        "precision: {} (oneDNN ISA here: {}; matmul kernels: {})\n"
         "memory: parameters {:.1f} MB, activations {:.1f} MB, peak RSS {:.1f} MB\n\n"
         "{:<18} {:>12} {:>12} {:>8}\n",
         recipe.name, config::enum_name(spec.attention), spec.layers, spec.d_model, spec.heads, spec.ffn_dim,
@@ -66,7 +69,7 @@ void add_bench_command(CLI::App& app) {
         r.forward_gflop, r.flops_per_token * 1e-6, r.fp32_peak_gflops,
         r.bf16_peak_gflops > 0 ? fmt::format("{:.1f} GFLOP/s", r.bf16_peak_gflops)
                                : fmt::format("not available (needs avx512_bf16; oneDNN ISA here: {})", dnnl_cpu_isa_name()),
-        r.precision_note, dnnl_cpu_isa_name(), r.parameter_bytes / 1e6, r.activation_bytes / 1e6,
+        r.precision_note, dnnl_cpu_isa_name(), implementations, r.parameter_bytes / 1e6, r.activation_bytes / 1e6,
         r.peak_rss_kb / 1e3, "stage", "forward ms", "backward ms", "share");
     double total = r.optimizer_ms;
     for (const auto& stage : r.stages) total += stage.forward_ms + stage.backward_ms;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -44,6 +45,7 @@ void append(std::vector<int64_t>& out, const Shape& s) {
 struct Cache {
   std::mutex mutex;
   std::unordered_map<Key, dnnl::matmul, KeyHash> primitives;
+  std::map<std::string, size_t> implementations;  // oneDNN's name for each primitive's kernel -> count
 };
 Cache& cache() {
   static Cache c;
@@ -86,7 +88,9 @@ void run_primitive(TensorView<const float> a, TensorView<const float> b, TensorV
         attr.set_post_ops(ops);
       }
       const auto desc = bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md) : dnnl::matmul::desc(a_md, b_md, c_md);
-      it = cc.primitives.emplace(key, dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, ctx.engine()))).first;
+      const dnnl::matmul::primitive_desc pd(desc, attr, ctx.engine());
+      ++cc.implementations[pd.impl_info_str()];
+      it = cc.primitives.emplace(key, dnnl::matmul(pd)).first;
     }
     primitive = &it->second;
   }
@@ -184,6 +188,12 @@ void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<flo
     return;
   }
   run_primitive(a, b, c, mode, bias);
+}
+
+std::map<std::string, size_t> matmul_implementations() {
+  auto& cc = cache();
+  std::lock_guard<std::mutex> lock(cc.mutex);
+  return cc.implementations;
 }
 
 size_t matmul_primitives_built() {

@@ -5,6 +5,7 @@
 #include "linformer/config/recipe.h"
 #include "linformer/model/model_spec.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ struct TrainBenchResult {
   double optimizer_ms = 0;                    // mean AdamW step
   std::vector<StageTime> stages;              // forward and backward per model stage
   std::vector<KernelTime> kernels;            // per kernel family (kernels/kernel_timing.h), optimizer excluded
+  std::map<std::string, size_t> matmul_implementations;  // oneDNN kernel name -> primitives of the step
   double tokens_per_s = 0;     // B·T / median
   double gflops_per_s = 0;     // 3 × forward FLOPs / median
   double forward_gflop = 0;    // per step

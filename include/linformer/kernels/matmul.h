@@ -9,6 +9,9 @@
 
 #include "linformer/core/tensor.h"
 
+#include <map>
+#include <string>
+
 namespace linformer {
 
 enum class Accumulate { overwrite, add };
@@ -28,5 +31,9 @@ size_t matmul_operand_skew_bytes();
 
 // Number of distinct primitives built so far (tests check that reuse works).
 size_t matmul_primitives_built();
+
+// oneDNN's implementation name of every primitive built so far (e.g. "gemm:jit",
+// "brg:avx512_core_bf16") and how many primitives use it: shows whether bf16 kernels run.
+std::map<std::string, size_t> matmul_implementations();
 
 }  // namespace linformer
