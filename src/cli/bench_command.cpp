@@ -67,8 +67,9 @@ void add_bench_command(CLI::App& app) {
         r.batch, r.masked, r.threads, r.median_s * 1e3, r.min_s * 1e3, r.max_s * 1e3, r.steps, r.tokens_per_s,
         r.gflops_per_s, 100 * r.gflops_per_s / r.peak_gflops, r.bf16 ? "bf16" : "fp32", r.peak_gflops,
         r.forward_gflop, r.flops_per_token * 1e-6, r.fp32_peak_gflops,
-        r.bf16_peak_gflops > 0 ? fmt::format("{:.1f} GFLOP/s", r.bf16_peak_gflops)
-                               : fmt::format("not available (needs avx512_bf16; oneDNN ISA here: {})", dnnl_cpu_isa_name()),
+        r.bf16_peak_gflops > 0
+            ? fmt::format("{:.1f} GFLOP/s", r.bf16_peak_gflops)
+            : fmt::format("not available (needs avx512_bf16; oneDNN ISA here: {})", dnnl_cpu_isa_name()),
         r.precision_note, dnnl_cpu_isa_name(), implementations, r.parameter_bytes / 1e6, r.activation_bytes / 1e6,
         r.peak_rss_kb / 1e3, "stage", "forward ms", "backward ms", "share");
     double total = r.optimizer_ms;
