@@ -16,7 +16,7 @@ trap 'rm -rf "$out"' EXIT
 for round in $(seq "$rounds"); do
   build/linformer bench train --recipe "$recipe" "$@" --set model.dropout=0 --set model.attention_dropout=0 \
     --set train.precision="$precision" \
-    --steps "$steps" --json "$out/cpp_$round.json" | sed -n 's/^step/linformer: step/p'
+    --steps "$steps" --json "$out/cpp_$round.json" | sed -n 's/^throughput: /linformer: /p'
   OMP_WAIT_POLICY=passive /usr/bin/python3 scripts/bench_torch.py --from "$out/cpp_$round.json" --steps "$steps" \
     --precision "$precision" --json "$out/torch_$round.json"
 done
