@@ -2,9 +2,13 @@
 """Validation perplexity curves of one or more runs, like Figure 3 of the Linformer paper.
 
 Reads RUN_DIR/metrics.jsonl (written by `linformer train`) and draws validation perplexity
-against updates and against training tokens, side by side, to OUT.png and OUT.svg.
+against updates, against training tokens and against wall-clock time, side by side, to
+OUT.png and OUT.svg. The unigram baseline (a model that knows token frequencies only,
+logged beside each validation as unigram_perplexity) is drawn as a dotted reference line:
+one black line when every run has the same baseline, else one per run in its colour.
 
 Usage: plot_curves.py RUN_DIR [RUN_DIR ...] [--out results/curves] [--title TEXT] [--train]
+                      [--labels A,B,...] [--unigram PPL]
 """
 import argparse
 import json
@@ -33,8 +37,10 @@ def read_rows(run_dir):
     return rows
 
 
-def label_of(run_dir):
-    return os.path.basename(os.path.normpath(run_dir))
+def unigram_of(rows):
+    """The run's unigram baseline: the value of its validation rows (fixed masks: one value)."""
+    values = [r["unigram_perplexity"] for r in rows if r.get("kind") == "valid" and r.get("unigram_perplexity")]
+    return values[-1] if values else None
 
 
 def main(argv=None):
@@ -43,32 +49,51 @@ def main(argv=None):
     parser.add_argument("--out", default="results/curves", help="output path without extension")
     parser.add_argument("--title", default="Validation perplexity")
     parser.add_argument("--train", action="store_true", help="also draw training perplexity (dashed)")
+    parser.add_argument("--labels", help="comma-separated legend labels, one per run (default: directory names)")
+    parser.add_argument("--unigram", type=float, help="unigram baseline perplexity for runs that did not log one")
     args = parser.parse_args(argv)
+    labels = args.labels.split(",") if args.labels else [os.path.basename(os.path.normpath(r)) for r in args.runs]
+    if len(labels) != len(args.runs):
+        sys.exit(f"plot_curves: {len(labels)} labels for {len(args.runs)} runs")
 
-    fig, (by_update, by_tokens) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+    by_update, by_tokens, by_time = axes
     drawn = 0
-    for run in args.runs:
+    baselines = []  # (perplexity, colour)
+    for run, label in zip(args.runs, labels):
         rows = read_rows(run)
-        label = label_of(run)
+        colour = None
         for kind, style in (("valid", "-"), ("train", "--")):
             if kind == "train" and not args.train:
                 continue
             points = [r for r in rows if r.get("kind") == kind]
             if not points:
                 continue
-            updates = [r["update"] for r in points]
-            tokens = [r["tokens"] for r in points]
             ppl = [r["perplexity"] for r in points]
             name = label if kind == "valid" else f"{label} (train)"
-            line, = by_update.plot(updates, ppl, style, marker="o" if kind == "valid" else None, markersize=3, label=name)
-            by_tokens.plot(tokens, ppl, style, color=line.get_color(), marker="o" if kind == "valid" else None,
-                           markersize=3, label=name)
+            marker = "o" if kind == "valid" else None
+            for axis, x in ((by_update, [r["update"] for r in points]),
+                            (by_tokens, [r["tokens"] / 1e6 for r in points]),
+                            (by_time, [r.get("elapsed_seconds", 0) / 60 for r in points])):
+                line, = axis.plot(x, ppl, style, color=colour, marker=marker, markersize=3, label=name)
+                colour = line.get_color()
             drawn += 1
+        unigram = unigram_of(rows) or args.unigram
+        if unigram:
+            baselines.append((unigram, colour))
     if drawn == 0:
         sys.exit("plot_curves: no validation rows in any run (has a validation happened yet?)")
-    for axis, xlabel in ((by_update, "updates"), (by_tokens, "training tokens")):
+    if baselines:
+        values = [b for b, _ in baselines]
+        shared = max(values) / min(values) < 1.005
+        for value, colour in ([(values[0], "black")] if shared else baselines):
+            for axis in axes:
+                axis.axhline(value, linestyle=":", color=colour, linewidth=1.2,
+                             label=f"unigram baseline ({value:.0f})" if axis is by_update and (shared or colour) else None)
+    for axis, xlabel in ((by_update, "updates"), (by_tokens, "training tokens (millions)"),
+                         (by_time, "wall-clock minutes")):
         axis.set_xlabel(xlabel)
-        axis.set_ylabel("perplexity")
+        axis.set_ylabel("validation perplexity")
         axis.set_yscale("log")
         axis.grid(True, which="both", alpha=0.3)
     by_update.legend(fontsize=8)

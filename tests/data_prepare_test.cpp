@@ -4,6 +4,7 @@
 #include "linformer/core/fs.h"
 #include "linformer/data/prepared.h"
 #include "linformer/data/split.h"
+#include "linformer/data/unigram.h"
 #include "test_util.h"
 
 #include <gmock/gmock.h>
@@ -68,6 +69,12 @@ TEST(Prepare, WritesTokenizerShardsAndMeta) {
   EXPECT_EQ(p.meta["summary"]["sentences"], kDocs * kSentencesPerDoc);
   EXPECT_EQ(p.meta["summary"]["tokens"],
             p.train.token_count() + p.valid.token_count() + p.test.token_count());
+  // The unigram baseline of each held-out split, from the training split's counts.
+  const UnigramModel unigram(p.train);
+  EXPECT_DOUBLE_EQ(p.meta["unigram"]["valid_perplexity"].get<double>(), unigram.perplexity(p.valid));
+  EXPECT_DOUBLE_EQ(p.meta["unigram"]["test_perplexity"].get<double>(), unigram.perplexity(p.test));
+  EXPECT_GT(unigram.perplexity(p.valid), 1.0);
+  EXPECT_THAT(r.output, HasSubstr("unigram baseline"));
 
   // Documents keep corpus order within each split, as SplitPlan assigns them; each
   // decodes back to its sentences, each sentence ending with </s>.

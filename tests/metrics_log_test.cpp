@@ -1,3 +1,4 @@
+#include "linformer/core/check.h"
 #include "linformer/core/fs.h"
 #include "linformer/train/metrics_log.h"
 #include "test_util.h"
@@ -51,6 +52,40 @@ TEST(MetricsLog, ResumeDropsRowsAfterTheCheckpointAndAppends) {
   ASSERT_EQ(jsonl.size(), 5u);
   EXPECT_EQ(nlohmann::json::parse(jsonl[4]).at("kind"), "valid");
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(jsonl[0]).at("perplexity").get<double>(), 7.389056);
+}
+
+TEST(MetricsLog, OlderCsvGetsTodaysColumnsByName) {
+  testing::TempDir dir;
+  // A metrics.csv from before the unigram column existed, resumed from update 10.
+  dir.write("metrics.csv",
+            "kind,update,tokens,epoch,lr,loss,perplexity,accuracy,grad_norm,tokens_per_second,elapsed_seconds\n"
+            "train,10,4096,0,0.001,6.5,665.14,0.1,1.2,9000.0,4.50\n"
+            "train,20,8192,0,0.001,6.4,601.85,0.1,1.1,9100.0,9.00\n");
+  {
+    MetricsLog log(dir.path().string(), 10);
+    MetricsRow valid = row("valid", 20);
+    valid.unigram_perplexity = 940.5;
+    log.append(valid);
+  }
+  const auto csv = lines(dir.path().string() + "/metrics.csv");
+  ASSERT_EQ(csv.size(), 3u);
+  EXPECT_EQ(csv[0],
+            "kind,update,tokens,epoch,lr,loss,perplexity,accuracy,grad_norm,unigram_perplexity,tokens_per_second,"
+            "elapsed_seconds");
+  EXPECT_EQ(csv[1], "train,10,4096,0,0.001,6.5,665.14,0.1,1.2,,9000.0,4.50");
+  EXPECT_EQ(csv[2].rfind("valid,20,", 0), 0u);
+  EXPECT_NE(csv[2].find(",940.5000,"), std::string::npos) << csv[2];
+}
+
+TEST(MetricsLog, RefusesAForeignCsv) {
+  testing::TempDir dir;
+  dir.write("metrics.csv", "a,b,c\n1,2,3\n");
+  try {
+    MetricsLog log(dir.path().string(), 0);
+    FAIL() << "accepted a foreign metrics.csv";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a metrics file"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ class PlotCurves(unittest.TestCase):
                 with open(os.path.join(run, "metrics.jsonl"), "w") as f:
                     for u in (100, 200, 300):
                         f.write(json.dumps({"kind": "train", "update": u, "tokens": u * 4096, "perplexity": base * 2 / u ** 0.3}) + "\n")
-                        f.write(json.dumps({"kind": "valid", "update": u, "tokens": u * 4096, "perplexity": base / u ** 0.3}) + "\n")
+                        f.write(json.dumps({"kind": "valid", "update": u, "tokens": u * 4096, "perplexity": base / u ** 0.3,
+                                            "unigram_perplexity": 90.0, "elapsed_seconds": u * 0.5}) + "\n")
             out = os.path.join(d, "plots", "curves")
             r = subprocess.run([sys.executable, SCRIPT, os.path.join(d, "linformer_k64"), os.path.join(d, "transformer"),
                                 "--out", out, "--train"], capture_output=True, text=True)
@@ -27,6 +28,15 @@ class PlotCurves(unittest.TestCase):
                 self.assertGreater(os.path.getsize(f"{out}.{ext}"), 1000)
             with open(out + ".png", "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_labels_must_match_the_runs(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "metrics.jsonl"), "w") as f:
+                f.write(json.dumps({"kind": "valid", "update": 1, "tokens": 1, "perplexity": 5.0}) + "\n")
+            r = subprocess.run([sys.executable, SCRIPT, d, "--labels", "a,b", "--out", os.path.join(d, "c")],
+                               capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("2 labels for 1 runs", r.stderr)
 
     def test_missing_metrics_is_an_error(self):
         with tempfile.TemporaryDirectory() as d:

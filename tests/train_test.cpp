@@ -205,6 +205,17 @@ TEST_F(TrainTest, EvalAndFillMaskUseTheCheckpointAlone) {
   const EvalReport valid = run_eval(o);
   EXPECT_EQ(valid.result.loss(), summary.valid_loss);
   EXPECT_GT(valid.result.masked, 0);
+  // The unigram baseline on the same masked targets, in the summary, the metrics and eval; on
+  // this sample of the valid split it is close to prepare's value for the whole split.
+  EXPECT_EQ(valid.result.unigram_perplexity(), summary.valid_unigram_perplexity);
+  EXPECT_GT(summary.valid_unigram_perplexity, 1.0);
+  const auto meta = nlohmann::json::parse(read_file(dir_->path().string() + "/prepared/meta.json"));
+  EXPECT_NEAR(summary.valid_unigram_perplexity / meta["unigram"]["valid_perplexity"].get<double>(), 1.0, 0.2);
+  std::istringstream jsonl(read_file(run + "/metrics.jsonl"));
+  nlohmann::json last_valid;
+  for (std::string line; std::getline(jsonl, line);)
+    if (nlohmann::json row = nlohmann::json::parse(line); row["kind"] == "valid") last_valid = row;
+  EXPECT_DOUBLE_EQ(last_valid["unigram_perplexity"].get<double>(), summary.valid_unigram_perplexity);
   o.split = "test";
   EXPECT_NE(run_eval(o).result.loss(), summary.valid_loss);
 
@@ -214,6 +225,7 @@ TEST_F(TrainTest, EvalAndFillMaskUseTheCheckpointAlone) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("new.txt (3 documents"));
   EXPECT_THAT(r.output, HasSubstr("perplexity"));
+  EXPECT_THAT(r.output, HasSubstr("unigram baseline"));
 
   // fill-mask: k predictions per mask, probabilities in decreasing order, the filled sequence.
   const auto masks = fill_mask(checkpoint, "kalo <mask> mine <mask>.", 4);

@@ -32,6 +32,10 @@ void add_eval_command(CLI::App& app) {
     const auto& r = report.result;
     std::cout << fmt::format("{}: loss {:.4f} nats, perplexity {:.2f}, accuracy {:.4f} over {} masked tokens ({} batches)\n",
                              report.source, r.loss(), r.perplexity(), r.accuracy(), r.masked, r.batches);
+    if (report.has_unigram)
+      std::cout << fmt::format("unigram baseline (training-split token frequencies) on the same tokens: perplexity "
+                               "{:.2f}; the model's is {:.3f} × that\n",
+                               r.unigram_perplexity(), r.perplexity() / r.unigram_perplexity());
   });
 }
 

@@ -11,6 +11,7 @@
 #include "linformer/data/prepared.h"
 #include "linformer/data/shard.h"
 #include "linformer/data/tokenizer.h"
+#include "linformer/data/unigram.h"
 
 #include <nlohmann/json.hpp>
 #include <omp.h>
@@ -92,6 +93,10 @@ PrepareSummary summary_from(const json& meta) {
   s.output_bytes = j.at("output_bytes");
   s.seconds = j.at("seconds");
   s.encode_seconds = j.at("encode_seconds");
+  if (meta.contains("unigram")) {
+    s.unigram_valid_perplexity = meta["unigram"].value("valid_perplexity", 0.0);
+    s.unigram_test_perplexity = meta["unigram"].value("test_perplexity", 0.0);
+  }
   for (Split sp : kSplits) {
     const json& c = j.at("splits").at(std::string(split_name(sp)));
     s.splits[static_cast<size_t>(sp)] = {c.at("documents").get<int64_t>(), c.at("tokens").get<int64_t>()};
@@ -309,6 +314,22 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
             d.valid_fraction, d.test_fraction);
   for (auto& w : writers) w->finish();
   for (Split s : kSplits) summary.output_bytes += fs::file_size(staging.file(shard_file(s)));
+  json unigram_json;
+  {
+    const UnigramModel unigram(Shard::open(staging.file(shard_file(Split::train)), false));
+    auto perplexity_of = [&](Split s) {
+      return summary.splits[static_cast<size_t>(s)].tokens == 0
+                 ? 0.0
+                 : unigram.perplexity(Shard::open(staging.file(shard_file(s)), false));
+    };
+    summary.unigram_valid_perplexity = perplexity_of(Split::valid);
+    summary.unigram_test_perplexity = perplexity_of(Split::test);
+    unigram_json = {{"model", UnigramModel::kDescription},
+                    {"smoothing", UnigramModel::kSmoothing},
+                    {"train_tokens", unigram.train_tokens()},
+                    {"valid_perplexity", summary.unigram_valid_perplexity},
+                    {"test_perplexity", summary.unigram_test_perplexity}};
+  }
   summary.output_bytes += tokenizer.serialized().size();
   summary.seconds = seconds_since(start);
 
@@ -327,6 +348,7 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
       {"special_ids", {{"pad", kPadId}, {"bos", kBosId}, {"eos", kEosId}, {"unk", kUnkId}, {"mask", kMaskId}}},
       {"settings", settings_of(recipe)},
       {"summary", summary_json(summary)},
+      {"unigram", unigram_json},
   };
   write_file_atomic(staging.file(kMetaFile), meta.dump(2) + "\n");
   staging.install();
@@ -345,6 +367,10 @@ void log_prepare_summary(const PrepareSummary& s) {
                train.tokens, valid.documents, valid.tokens, test.documents, test.tokens);
   spdlog::info("input {} in {} files ({} of text, {} invalid UTF-8 sequences replaced), output {}", mb(s.file_bytes),
                s.files, mb(s.text_bytes), s.invalid_utf8, mb(s.output_bytes));
+  if (s.unigram_valid_perplexity > 0 || s.unigram_test_perplexity > 0)
+    spdlog::info("unigram baseline (training-split token frequencies, add-1/2 smoothing): perplexity {:.2f} on valid, "
+                 "{:.2f} on test",
+                 s.unigram_valid_perplexity, s.unigram_test_perplexity);
   if (!s.reused)
     spdlog::info("time {:.1f} s, {:.2f} MB/s of text end to end; encoding {:.1f} s, {:.2f} MB/s", s.seconds,
                  s.seconds > 0 ? s.text_bytes / 1e6 / s.seconds : 0.0, s.encode_seconds,

@@ -6,7 +6,7 @@
 
 namespace linformer {
 
-EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches) {
+EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches, const data::UnigramModel* unigram) {
   EvalResult result;
   const int64_t batches = max_batches > 0 ? std::min(max_batches, batcher.batches_per_epoch()) : batcher.batches_per_epoch();
   data::Batch batch;
@@ -19,6 +19,8 @@ EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches
     result.masked += r.masked;
     result.correct += r.correct;
     ++result.batches;
+    if (unigram)
+      for (int32_t id : batch.target_ids) result.unigram_loss_sum += unigram->nll(id);
     for (int32_t length : batch.lengths) result.tokens += length;
   }
   return result;

@@ -62,7 +62,8 @@ Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked
   return l;
 }
 
-EvalResult evaluate_shard(Loaded& l, const data::Shard& shard, int batch_size, int64_t max_batches) {
+EvalResult evaluate_shard(Loaded& l, const data::Shard& shard, int batch_size, int64_t max_batches,
+                          const data::UnigramModel* unigram) {
   const data::TokenBlocks blocks(shard, l.model->spec().seq_len, l.recipe.data.break_mode);
   const data::Masker masker(l.recipe.masking, l.model->spec().vocab_size, l.tokenizer.word_starts(),
                             static_cast<uint64_t>(l.recipe.seed));
@@ -73,7 +74,22 @@ EvalResult evaluate_shard(Loaded& l, const data::Shard& shard, int batch_size, i
   o.fixed_mask = true;
   o.drop_last = false;
   data::Batcher batcher(blocks, masker, o);
-  return evaluate(*l.model, batcher, max_batches);
+  return evaluate(*l.model, batcher, max_batches, unigram);
+}
+
+// The unigram baseline of the checkpoint's prepared data, when that data is still there and
+// has the checkpoint's vocabulary (for raw text it is optional: the text may be all there is).
+std::unique_ptr<data::UnigramModel> unigram_of_prepared(const Loaded& l) {
+  const std::string dir = l.recipe.data.prepared_dir;
+  if (!fs::exists(fs::path(dir) / "meta.json")) return nullptr;
+  try {
+    const data::PreparedData prepared = data::open_prepared(dir, /*verify_checksums=*/false);
+    if (prepared.tokenizer.hash() != l.tokenizer.hash()) return nullptr;
+    return std::make_unique<data::UnigramModel>(prepared.train);
+  } catch (const Error& e) {
+    spdlog::info("no unigram baseline: {}", e.what());
+    return nullptr;
+  }
 }
 
 std::string join(const std::vector<std::string>& items) {
@@ -95,8 +111,10 @@ EvalReport run_eval(const EvalOptions& options) {
     if (prepared.tokenizer.hash() != l.tokenizer.hash())
       LF_FAIL("the prepared data in '{}' was tokenised with another vocabulary than checkpoint {}",
               l.recipe.data.prepared_dir, options.checkpoint);
+    const data::UnigramModel unigram(prepared.train);
     report.result = evaluate_shard(l, prepared.shard(options.split == "valid" ? data::Split::valid : data::Split::test),
-                                   batch_size, options.max_batches);
+                                   batch_size, options.max_batches, &unigram);
+    report.has_unigram = true;
     report.source = fmt::format("the {} split of {}", options.split, l.recipe.data.prepared_dir);
     return report;
   }
@@ -126,7 +144,9 @@ EvalReport run_eval(const EvalOptions& options) {
     writer.finish();
   }
   const data::Shard shard = data::Shard::open(shard_path);
-  report.result = evaluate_shard(l, shard, batch_size, options.max_batches);
+  const auto unigram = unigram_of_prepared(l);
+  report.result = evaluate_shard(l, shard, batch_size, options.max_batches, unigram.get());
+  report.has_unigram = unigram != nullptr;
   report.source = fmt::format("{} ({} documents, {} tokens)", join(options.text_files),
                               shard.document_count(), shard.token_count());
   return report;

@@ -57,6 +57,7 @@ std::vector<std::string> differing_model_keys(const ModelSpec& a, const ModelSpe
 struct DataSet {
   explicit DataSet(data::PreparedData p) : prepared(std::move(p)) {}
   data::PreparedData prepared;
+  std::unique_ptr<data::UnigramModel> unigram;  // the baseline each validation is read against
   std::unique_ptr<data::TokenBlocks> train_blocks, valid_blocks;
   std::unique_ptr<data::Masker> masker;
   std::unique_ptr<data::Batcher> train, valid;
@@ -72,6 +73,7 @@ std::unique_ptr<DataSet> open_data(const config::Recipe& recipe, const std::stri
     LF_FAIL("the prepared data in '{}' has a vocabulary of {}, the recipe says data.vocab_size = {}: run "
             "`linformer prepare --recipe {}` again",
             recipe.data.prepared_dir, vocab, recipe.data.vocab_size, recipe_path);
+  d->unigram = std::make_unique<data::UnigramModel>(d->prepared.train);
   d->train_blocks = std::make_unique<data::TokenBlocks>(d->prepared.train, recipe.data.seq_len, recipe.data.break_mode);
   d->valid_blocks = std::make_unique<data::TokenBlocks>(d->prepared.valid, recipe.data.seq_len, recipe.data.break_mode);
   d->masker = std::make_unique<data::Masker>(recipe.masking, vocab, d->prepared.tokenizer.word_starts(),
@@ -191,7 +193,7 @@ TrainSummary run_training(const TrainOptions& options) {
     spdlog::info("checkpoint {}", last_checkpoint);
   };
   auto validate = [&] {
-    last_eval = evaluate(model, *data->valid, recipe.validation.max_batches);
+    last_eval = evaluate(model, *data->valid, recipe.validation.max_batches, data->unigram.get());
     last_validation = state.update;
     const bool best = last_eval.loss() < state.best_valid_loss;
     if (best) {
@@ -210,10 +212,12 @@ TrainSummary run_training(const TrainOptions& options) {
     row.loss = last_eval.loss();
     row.perplexity = last_eval.perplexity();
     row.accuracy = last_eval.accuracy();
+    row.unigram_perplexity = last_eval.unigram_perplexity();
     row.elapsed_seconds = elapsed();
     metrics.append(row);
-    spdlog::info("valid | update {} | loss {:.4f} | ppl {:.2f} | acc {:.4f} | {} masked tokens{}", state.update,
-                 row.loss, row.perplexity, row.accuracy, last_eval.masked, best ? " | best" : "");
+    spdlog::info("valid | update {} | loss {:.4f} | ppl {:.2f} ({:.3f} × unigram {:.2f}) | acc {:.4f} | {} masked tokens{}",
+                 state.update, row.loss, row.perplexity, row.perplexity / row.unigram_perplexity,
+                 row.unigram_perplexity, row.accuracy, last_eval.masked, best ? " | best" : "");
     return best;
   };
 
@@ -302,12 +306,16 @@ TrainSummary run_training(const TrainOptions& options) {
   summary.valid_loss = last_eval.loss();
   summary.valid_perplexity = last_eval.perplexity();
   summary.valid_accuracy = last_eval.accuracy();
+  summary.valid_unigram_perplexity = last_eval.unigram_perplexity();
   summary.last_checkpoint = last_checkpoint;
   if (summary.interrupted)
     spdlog::warn("interrupted by {}; continue with: linformer train --recipe {} --run-dir {} --resume auto",
                  stop_signal_name(), options.recipe_path, run_dir);
-  spdlog::info("validation perplexity {:.2f} (loss {:.4f}, accuracy {:.4f}) after {} updates", summary.valid_perplexity,
-               summary.valid_loss, summary.valid_accuracy, summary.updates);
+  spdlog::info("validation perplexity {:.2f} (loss {:.4f}, accuracy {:.4f}; {:.3f} × the unigram baseline's {:.2f}) "
+               "after {} updates",
+               summary.valid_perplexity, summary.valid_loss, summary.valid_accuracy,
+               summary.valid_perplexity / summary.valid_unigram_perplexity, summary.valid_unigram_perplexity,
+               summary.updates);
   spdlog::info("metrics: {} and {}; plot with: python3 scripts/plot_curves.py {} --out {}/curves", metrics.csv_path(),
                metrics.jsonl_path(), run_dir, run_dir);
   return summary;

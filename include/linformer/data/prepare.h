@@ -2,7 +2,8 @@
 // `linformer prepare`: corpus → tokenizer → token shards → splits, in data.prepared_dir:
 //   spm.model                        the SentencePiece model (trained, or a copy of data.tokenizer_model)
 //   train.bin, valid.bin, test.bin   token shards (data/shard.h)
-//   meta.json                        special ids, vocabulary, counts, the cache key; written last
+//   meta.json                        special ids, vocabulary, counts, the unigram baseline's
+//                                    perplexities, the cache key; written last
 // Everything is built in a temporary directory beside the target and renamed into
 // place at the end, so a failed or interrupted run leaves the old state (or none).
 
@@ -31,6 +32,9 @@ struct PrepareSummary {
   std::array<SplitCounts, 3> splits{};  // indexed by Split
   int vocab_size = 0;
   double seconds = 0, encode_seconds = 0;
+  // The unigram baseline (data/unigram.h) on the valid and test splits' ordinary tokens
+  // (0 when a split is empty, or when reusing a directory prepared before it was recorded).
+  double unigram_valid_perplexity = 0, unigram_test_perplexity = 0;
 };
 
 // Runs (or reuses) the preparation; throws linformer::Error for bad input.

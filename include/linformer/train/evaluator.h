@@ -3,6 +3,7 @@
 // (dropout off; the batcher's fixed masks make repeated evaluations comparable).
 
 #include "linformer/data/batcher.h"
+#include "linformer/data/unigram.h"
 #include "linformer/model/mlm_model.h"
 
 #include <cmath>
@@ -16,13 +17,19 @@ struct EvalResult {
   int64_t correct = 0;
   int64_t batches = 0;
   int64_t tokens = 0;  // real tokens read
+  double unigram_loss_sum = 0;  // nats of the unigram baseline on the same targets (when one was given)
 
   double loss() const { return masked ? loss_sum / static_cast<double>(masked) : 0.0; }
   double perplexity() const { return std::exp(loss()); }
   double accuracy() const { return masked ? static_cast<double>(correct) / static_cast<double>(masked) : 0.0; }
+  double unigram_perplexity() const {
+    return std::exp(masked ? unigram_loss_sum / static_cast<double>(masked) : 0.0);
+  }
 };
 
-// Batches 0 … of epoch 0 (all, or the first max_batches when > 0).
-EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches);
+// Batches 0 … of epoch 0 (all, or the first max_batches when > 0). With a unigram model,
+// also scores it on the same masked targets (unigram_loss_sum).
+EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches,
+                    const data::UnigramModel* unigram = nullptr);
 
 }  // namespace linformer

@@ -21,6 +21,7 @@ struct EvalOptions {
 struct EvalReport {
   EvalResult result;
   std::string source;  // what was evaluated
+  bool has_unigram = false;  // result.unigram_perplexity() is the baseline of the checkpoint's training split
 };
 
 EvalReport run_eval(const EvalOptions& options);

@@ -3,6 +3,8 @@
 // step and per validation. Resuming from the checkpoint of update U first drops the
 // rows after U (written after that checkpoint by the interrupted run, and about to be
 // produced again), then appends: earlier rows are never lost or duplicated.
+// A metrics.csv written by an older version with other columns is rewritten in today's
+// columns (matched by name; a column it lacks is left empty in its rows).
 
 #include <cstdint>
 #include <fstream>
@@ -20,6 +22,7 @@ struct MetricsRow {
   double perplexity = 0;  // exp(loss)
   double accuracy = 0;    // masked tokens predicted right
   double grad_norm = 0;   // train rows
+  double unigram_perplexity = 0;  // valid rows: the unigram baseline on the same masked targets (0: not known)
   double tokens_per_second = 0;
   double elapsed_seconds = 0;
 };

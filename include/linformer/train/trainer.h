@@ -27,6 +27,7 @@ struct TrainSummary {
   std::string run_dir;
   int64_t updates = 0;
   double valid_loss = 0, valid_perplexity = 0, valid_accuracy = 0;
+  double valid_unigram_perplexity = 0;  // the unigram baseline on the same masked targets
   bool interrupted = false;
   std::string last_checkpoint;
 };
