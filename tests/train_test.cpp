@@ -193,6 +193,27 @@ TEST_F(TrainTest, MissingPreparedDataSaysWhatToRun) {
   EXPECT_THAT(r.output, HasSubstr("run `linformer prepare --recipe"));
 }
 
+TEST_F(TrainTest, ValidationMaskProbabilityKeepsTheValidationTaskFixed) {
+  TempDir runs;
+  auto valid_of = [&](const std::string& name, std::vector<std::string> overrides) {
+    overrides.push_back("train.max_updates=2");
+    overrides.push_back("validation.max_batches=0");
+    const auto summary = train((runs.path() / name).string(), overrides);
+    EvalOptions o;
+    o.checkpoint = list_checkpoints((runs.path() / name / "checkpoints").string()).back().path;
+    const EvalReport report = run_eval(o);
+    EXPECT_EQ(report.result.loss(), summary.valid_loss) << name << ": eval must reproduce the run's validation";
+    return report.result;
+  };
+  const EvalResult at_15 = valid_of("p15", {"masking.probability=0.15"});
+  const EvalResult at_40 = valid_of("p40", {"masking.probability=0.4"});
+  const EvalResult at_40_valid_15 = valid_of("p40v15", {"masking.probability=0.4", "validation.mask_probability=0.15"});
+  EXPECT_GT(at_40.masked, at_15.masked * 2);
+  // The same validation positions and targets as the run trained at 15%.
+  EXPECT_EQ(at_40_valid_15.masked, at_15.masked);
+  EXPECT_EQ(at_40_valid_15.unigram_loss_sum, at_15.unigram_loss_sum);
+}
+
 TEST_F(TrainTest, EvalAndFillMaskUseTheCheckpointAlone) {
   TempDir runs;
   const std::string run = (runs.path() / "run").string();

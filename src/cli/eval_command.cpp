@@ -1,7 +1,10 @@
 #include "commands.h"
 #include "linformer/train/inference.h"
 
+#include "linformer/core/fs.h"
+
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <iostream>
 #include <memory>
@@ -27,7 +30,9 @@ void add_eval_command(CLI::App& app) {
       ->excludes(split);
   cmd->add_option("--batch-size", args->batch_size, "Sequences per batch (default: the recipe's)");
   cmd->add_option("--max-batches", args->max_batches, "Evaluate at most this many batches (default: all)");
-  cmd->callback([args] {
+  auto json_path = std::make_shared<std::string>();
+  cmd->add_option("--json", *json_path, "Also write the result as JSON to this file");
+  cmd->callback([args, json_path] {
     const EvalReport report = run_eval(*args);
     const auto& r = report.result;
     std::cout << fmt::format("{}: loss {:.4f} nats, perplexity {:.2f}, accuracy {:.4f} over {} masked tokens ({} batches)\n",
@@ -36,6 +41,16 @@ void add_eval_command(CLI::App& app) {
       std::cout << fmt::format("unigram baseline (training-split token frequencies) on the same tokens: perplexity "
                                "{:.2f}; the model's is {:.3f} × that\n",
                                r.unigram_perplexity(), r.perplexity() / r.unigram_perplexity());
+    if (!json_path->empty()) {
+      nlohmann::json j = {{"source", report.source}, {"checkpoint", report.checkpoint}, {"loss", r.loss()},
+                          {"perplexity", r.perplexity()}, {"accuracy", r.accuracy()}, {"masked", r.masked},
+                          {"batches", r.batches}, {"tokens", r.tokens}};
+      if (report.has_unigram) {
+        j["unigram_perplexity"] = r.unigram_perplexity();
+        j["ratio_to_unigram"] = r.perplexity() / r.unigram_perplexity();
+      }
+      write_file_atomic(*json_path, j.dump(2) + "\n");
+    }
   });
 }
 

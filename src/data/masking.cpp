@@ -73,4 +73,10 @@ void Masker::mask_row(int32_t* row, int length, uint64_t epoch, uint64_t sample,
   }
 }
 
+config::MaskingConfig validation_masking(const config::Recipe& recipe) {
+  config::MaskingConfig masking = recipe.masking;
+  if (recipe.validation.mask_probability > 0) masking.probability = recipe.validation.mask_probability;
+  return masking;
+}
+
 }  // namespace linformer::data

@@ -30,6 +30,7 @@ namespace {
 
 // A checkpoint opened for inference.
 struct Loaded {
+  std::string checkpoint;
   config::Recipe recipe;
   data::Tokenizer tokenizer;
   std::unique_ptr<MlmModel> model;
@@ -51,12 +52,12 @@ std::string resolve_checkpoint(const std::string& path) {
 Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked) {
   const std::string checkpoint = resolve_checkpoint(requested);
   verify_checkpoint(checkpoint);
-  Loaded l{config::load_recipe((fs::path(checkpoint) / "recipe.toml").string()),
+  Loaded l{checkpoint, config::load_recipe((fs::path(checkpoint) / "recipe.toml").string()),
            data::Tokenizer::load((fs::path(checkpoint) / "tokenizer.model").string()), nullptr};
   const std::string weights = (fs::path(checkpoint) / "model.safetensors").string();
   const ModelSpec spec = read_weights_spec(weights);
   if (batch_size <= 0) batch_size = l.recipe.train.batch_size;
-  if (max_masked <= 0) max_masked = max_masked_per_batch(l.recipe.masking, batch_size, spec.seq_len);
+  if (max_masked <= 0) max_masked = max_masked_per_batch(data::validation_masking(l.recipe), batch_size, spec.seq_len);
   l.model = std::make_unique<MlmModel>(spec, batch_size, max_masked, WorkspaceUse::inference);
   load_weights(weights, l.model->params());
   return l;
@@ -65,7 +66,7 @@ Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked
 EvalResult evaluate_shard(Loaded& l, const data::Shard& shard, int batch_size, int64_t max_batches,
                           const data::UnigramModel* unigram) {
   const data::TokenBlocks blocks(shard, l.model->spec().seq_len, l.recipe.data.break_mode);
-  const data::Masker masker(l.recipe.masking, l.model->spec().vocab_size, l.tokenizer.word_starts(),
+  const data::Masker masker(data::validation_masking(l.recipe), l.model->spec().vocab_size, l.tokenizer.word_starts(),
                             static_cast<uint64_t>(l.recipe.seed));
   data::BatcherOptions o;
   o.batch_size = batch_size;
@@ -104,6 +105,7 @@ EvalReport run_eval(const EvalOptions& options) {
   Loaded l = load(options.checkpoint, options.batch_size, 0);
   const int batch_size = options.batch_size > 0 ? options.batch_size : l.recipe.train.batch_size;
   EvalReport report;
+  report.checkpoint = l.checkpoint;
   if (options.text_files.empty()) {
     LF_CHECK(options.split == "valid" || options.split == "test", "--split must be valid or test, not '{}'",
              options.split);

@@ -59,7 +59,7 @@ struct DataSet {
   data::PreparedData prepared;
   std::unique_ptr<data::UnigramModel> unigram;  // the baseline each validation is read against
   std::unique_ptr<data::TokenBlocks> train_blocks, valid_blocks;
-  std::unique_ptr<data::Masker> masker;
+  std::unique_ptr<data::Masker> masker, valid_masker;
   std::unique_ptr<data::Batcher> train, valid;
 };
 
@@ -78,6 +78,8 @@ std::unique_ptr<DataSet> open_data(const config::Recipe& recipe, const std::stri
   d->valid_blocks = std::make_unique<data::TokenBlocks>(d->prepared.valid, recipe.data.seq_len, recipe.data.break_mode);
   d->masker = std::make_unique<data::Masker>(recipe.masking, vocab, d->prepared.tokenizer.word_starts(),
                                              static_cast<uint64_t>(recipe.seed));
+  d->valid_masker = std::make_unique<data::Masker>(data::validation_masking(recipe), vocab,
+                                                   d->prepared.tokenizer.word_starts(), static_cast<uint64_t>(recipe.seed));
   data::BatcherOptions train_options;
   train_options.batch_size = recipe.train.batch_size;
   train_options.seed = static_cast<uint64_t>(recipe.seed);
@@ -86,7 +88,7 @@ std::unique_ptr<DataSet> open_data(const config::Recipe& recipe, const std::stri
   valid_options.shuffle = false;
   valid_options.fixed_mask = true;
   valid_options.drop_last = false;
-  d->valid = std::make_unique<data::Batcher>(*d->valid_blocks, *d->masker, valid_options);
+  d->valid = std::make_unique<data::Batcher>(*d->valid_blocks, *d->valid_masker, valid_options);
   if (d->train->batches_per_epoch() == 0)
     LF_FAIL("the training split of '{}' has {} blocks of {} tokens, fewer than one batch of {}",
             recipe.data.prepared_dir, d->train_blocks->size(), recipe.data.seq_len, recipe.train.batch_size);
@@ -137,7 +139,9 @@ TrainSummary run_training(const TrainOptions& options) {
   const auto data = open_data(recipe, options.recipe_path);
   const ModelSpec spec = ModelSpec::from_recipe(recipe);
   const int64_t B = recipe.train.batch_size, n = recipe.data.seq_len;
-  MlmModel model(spec, B, max_masked_per_batch(recipe.masking, B, n));
+  MlmModel model(spec, B,
+                 std::max(max_masked_per_batch(recipe.masking, B, n),
+                          max_masked_per_batch(data::validation_masking(recipe), B, n)));
   model.params().initialize(static_cast<uint64_t>(recipe.seed));
   AdamW optimizer(model.params(), recipe.optim);
   TrainingState state;

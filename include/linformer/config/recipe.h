@@ -271,6 +271,7 @@ struct ValidationConfig {
   int every;
   int max_batches;
   int patience;
+  double mask_probability;
 
   template <class V>
   void visit(V& v) {
@@ -279,6 +280,10 @@ struct ValidationConfig {
       at_least(0));
     v("patience", patience, 0,
       "Early stopping: stop after this many validations without improvement (0: never).", at_least(0));
+    v("mask_probability", mask_probability, 0.0,
+      "Fraction of positions masked for validation and eval (0: masking.probability). Set it to compare runs "
+      "trained with different masking rates on the same task.",
+      in_range(0.0, 1.0));
   }
 };
 

@@ -40,4 +40,8 @@ class Masker {
   uint64_t seed_;
 };
 
+// The masking of validation and eval: the recipe's, with validation.mask_probability in place
+// of masking.probability when it is set.
+config::MaskingConfig validation_masking(const config::Recipe& recipe);
+
 }  // namespace linformer::data

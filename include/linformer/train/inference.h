@@ -20,7 +20,8 @@ struct EvalOptions {
 
 struct EvalReport {
   EvalResult result;
-  std::string source;  // what was evaluated
+  std::string source;      // what was evaluated
+  std::string checkpoint;  // the checkpoint directory used (a run directory resolves to its newest)
   bool has_unigram = false;  // result.unigram_perplexity() is the baseline of the checkpoint's training split
 };
 
