@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""Runs the pretraining experiments of a manifest and makes their figures and tables.
+
+A manifest (recipes/brown/experiments.toml) names experiments; each lists recipes, paths
+relative to the manifest, that are compared together. A run is named after its recipe file
+(names are unique across the manifest) and trained into RUNS/<name>; its results go into
+RESULTS/runs/<name>/ (metrics.csv, metrics.jsonl, the resolved recipe.toml and run.json:
+commit, machine, wall time, peak memory, final validation, test perplexity at the best
+checkpoint) and each experiment's figure and table into RESULTS/<experiment>/.
+
+  experiments.py run    [EXPERIMENT ...]   train what has no results yet, then report
+  experiments.py report [EXPERIMENT ...]   figures and tables from the results' metrics only
+  experiments.py list                      experiments, their runs and which are done
+
+Common options: --manifest, --runs-dir, --results, --binary. `run --force` trains again runs
+whose results exist (the old run directory is removed first). A run whose recipe changed
+since its results were made is refused unless --force: its results would no longer match.
+Runs stop on updates or tokens (the recipes say), so a busy machine changes only wall time.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+class ExperimentError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# The manifest
+# ---------------------------------------------------------------------------------------------
+
+
+def read_manifest(path):
+    """{experiment: {"title": str, "recipes": [abs path], "names": [run name]}}, in file order."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ExperimentError(f"{path}: no such manifest")
+    except tomllib.TOMLDecodeError as e:
+        raise ExperimentError(f"{path}: not TOML: {e}")
+    base = os.path.dirname(os.path.abspath(path))
+    experiments, owner = {}, {}
+    for name, table in data.items():
+        if not isinstance(table, dict) or not isinstance(table.get("recipes"), list) or not table["recipes"]:
+            raise ExperimentError(f"{path}: [{name}] needs a non-empty list 'recipes'")
+        unknown = set(table) - {"title", "recipes", "note"}
+        if unknown:
+            raise ExperimentError(f"{path}: [{name}] has unknown keys {sorted(unknown)}")
+        recipes, names = [], []
+        for r in table["recipes"]:
+            recipe = os.path.normpath(os.path.join(base, r))
+            if not os.path.isfile(recipe):
+                raise ExperimentError(f"{path}: [{name}] recipe '{r}' not found ({recipe})")
+            run = os.path.splitext(os.path.basename(recipe))[0]
+            if owner.get(run, recipe) != recipe:
+                raise ExperimentError(f"{path}: run name '{run}' is used by two recipes: {owner[run]} and {recipe}")
+            owner[run] = recipe
+            recipes.append(recipe)
+            names.append(run)
+        experiments[name] = {"title": table.get("title", name), "note": table.get("note", ""),
+                             "recipes": recipes, "names": names}
+    return experiments
+
+
+def select(experiments, wanted, manifest):
+    for w in wanted:
+        if w not in experiments:
+            raise ExperimentError(f"no experiment '{w}' in {manifest}; there are: {', '.join(experiments)}")
+    return {k: v for k, v in experiments.items() if not wanted or k in wanted}
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------------
+
+
+def machine_description(binary):
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True).stdout
+    commit = re.search(r"\(git ([0-9a-f]+|unknown)", version)
+    isa = re.search(r"CPU ISA used by oneDNN: (\S+)", version)
+    model, flags = "unknown", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and model == "unknown":
+                    model = line.split(":", 1)[1].strip()
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    kind = "avx512_bf16" if "avx512_bf16" in flags else "avx512" if "avx512f" in flags else \
+        "avx2" if "avx2" in flags else "other"
+    return {"commit": commit.group(1) if commit else "unknown", "cpu": model, "cpus": os.cpu_count(),
+            "kind": kind, "onednn_isa": isa.group(1) if isa else "unknown", "host": platform.node()}
+
+
+def resolved_recipe(binary, recipe):
+    r = subprocess.run([binary, "train", "--recipe", recipe, "--dump-recipe"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ExperimentError(f"{recipe}: the recipe does not load:\n{r.stdout}{r.stderr}")
+    return r.stdout
+
+
+def without_name(recipe_text):
+    # The run name follows the file name (or --run-dir); the rest must match.
+    return "\n".join(line for line in recipe_text.splitlines() if not line.startswith("name = "))
+
+
+def newest_state(run_dir):
+    checkpoints = sorted(d for d in os.listdir(os.path.join(run_dir, "checkpoints")) if d.startswith("checkpoint_")
+                         and os.path.exists(os.path.join(run_dir, "checkpoints", d, "DONE")))
+    if not checkpoints:
+        raise ExperimentError(f"{run_dir}: no complete checkpoint")
+    with open(os.path.join(run_dir, "checkpoints", checkpoints[-1], "state.json")) as f:
+        return json.load(f)["state"]
+
+
+def run_one(name, recipe, args, machine, log):
+    results = os.path.join(args.results, "runs", name)
+    run_dir = os.path.join(args.runs_dir, name)
+    resolved = resolved_recipe(args.binary, recipe)
+    if os.path.exists(os.path.join(results, "run.json")) and not args.force:
+        with open(os.path.join(results, "recipe.toml")) as f:
+            if without_name(f.read()) != without_name(resolved):
+                raise ExperimentError(f"{name}: {recipe} changed since {results} was made; rerun it with --force")
+        log(f"{name}: up to date ({results})")
+        return
+    if args.force and os.path.exists(run_dir):
+        shutil.rmtree(run_dir)
+    log(f"{name}: training {os.path.relpath(recipe, ROOT)} into {run_dir}")
+    subprocess.run([args.binary, "prepare", "--recipe", recipe], check=True, stdout=subprocess.DEVNULL)
+    os.makedirs(run_dir, exist_ok=True)
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    time_file = os.path.join(run_dir, "session.time")
+    train = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", time_file, args.binary, "train", "--recipe", recipe,
+                            "--run-dir", run_dir, "--resume", "auto"])
+    with open(time_file) as f:
+        wall, rss_kb = f.read().split()[-2:]
+    with open(os.path.join(run_dir, "sessions.jsonl"), "a") as f:
+        f.write(json.dumps({"started": started, "wall_seconds": float(wall), "peak_rss_mb": int(rss_kb) / 1024,
+                            "exit_code": train.returncode, "machine": machine}) + "\n")
+    if train.returncode != 0:
+        raise ExperimentError(f"{name}: linformer train exited with {train.returncode} (log: {run_dir}/train.log)")
+
+    state = newest_state(run_dir)
+    best = os.path.join(run_dir, "checkpoints", f"checkpoint_{state['best_update']:08d}")
+    test_json = os.path.join(run_dir, "test.json")
+    subprocess.run([args.binary, "eval", "--checkpoint", best, "--split", "test", "--json", test_json], check=True,
+                   stdout=subprocess.DEVNULL)
+    with open(test_json) as f:
+        test = json.load(f)
+    with open(os.path.join(run_dir, "sessions.jsonl")) as f:
+        sessions = [json.loads(line) for line in f if line.strip()]
+
+    os.makedirs(results, exist_ok=True)
+    for file in ("metrics.csv", "metrics.jsonl", "recipe.toml"):
+        shutil.copyfile(os.path.join(run_dir, file), os.path.join(results, file))
+    run = {"name": name, "recipe": os.path.relpath(recipe, ROOT), "sessions": sessions,
+           "best_update": state["best_update"],
+           "test": {k: test.get(k) for k in ("perplexity", "unigram_perplexity", "ratio_to_unigram", "accuracy",
+                                              "masked", "loss")}}
+    with open(os.path.join(results, "run.json"), "w") as f:
+        json.dump(run, f, indent=2)
+        f.write("\n")
+    log(f"{name}: done, results in {results}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reporting: everything below reads only RESULTS
+# ---------------------------------------------------------------------------------------------
+
+
+def read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def summarize(results, name):
+    """One table row, computed from a run's metrics.jsonl and run.json."""
+    folder = os.path.join(results, "runs", name)
+    rows = read_jsonl(os.path.join(folder, "metrics.jsonl"))
+    with open(os.path.join(folder, "run.json")) as f:
+        run = json.load(f)
+    valid = [r for r in rows if r["kind"] == "valid"]
+    if not valid:
+        raise ExperimentError(f"{folder}: no validation rows")
+    last = valid[-1]
+    best = min(valid, key=lambda r: r["loss"])
+    sessions = run["sessions"]
+    unigram = last.get("unigram_perplexity")
+    return {
+        "name": name,
+        "updates": last["update"],
+        "tokens": last["tokens"],
+        "valid_ppl": last["perplexity"],
+        "valid_unigram": unigram,
+        "valid_ratio": last["perplexity"] / unigram if unigram else None,
+        "best_valid_ppl": best["perplexity"],
+        "best_update": best["update"],
+        "accuracy": last["accuracy"],
+        "test_ppl": run["test"]["perplexity"],
+        "test_ratio": run["test"].get("ratio_to_unigram"),
+        "tokens_per_second": last["tokens"] / last["elapsed_seconds"] if last["elapsed_seconds"] else None,
+        "wall_minutes": last["elapsed_seconds"] / 60,
+        "peak_rss_mb": max(s["peak_rss_mb"] for s in sessions),
+        "machine": "; ".join(sorted({f"{s['machine']['kind']} ({s['machine']['cpu']}), commit {s['machine']['commit']}"
+                                     for s in sessions})),
+    }
+
+
+def fmt(value, digits=1):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:,.{digits}f}"
+
+
+TABLE_HEADER = ("| run | updates | tokens (M) | valid ppl | × unigram | best valid ppl (update) | test ppl at best | "
+                "test × unigram | masked acc. | tokens/s | peak RSS (MB) | wall (min) |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+
+
+def table_row(s):
+    return (f"| {s['name']} | {s['updates']} | {fmt(s['tokens'] / 1e6, 2)} | {fmt(s['valid_ppl'])} | "
+            f"{fmt(s['valid_ratio'], 3)} | {fmt(s['best_valid_ppl'])} ({s['best_update']}) | {fmt(s['test_ppl'])} | "
+            f"{fmt(s['test_ratio'], 3)} | {fmt(s['accuracy'], 3)} | {fmt(s['tokens_per_second'], 0)} | "
+            f"{fmt(s['peak_rss_mb'], 0)} | {fmt(s['wall_minutes'])} |\n")
+
+
+def report(experiments, args, log):
+    for experiment, e in experiments.items():
+        done = [n for n in e["names"] if os.path.exists(os.path.join(args.results, "runs", n, "run.json"))]
+        missing = [n for n in e["names"] if n not in done]
+        if not done:
+            log(f"{experiment}: no finished runs yet")
+            continue
+        out = os.path.join(args.results, experiment)
+        os.makedirs(out, exist_ok=True)
+        summaries = [summarize(args.results, n) for n in done]
+        subprocess.run([sys.executable, os.path.join(HERE, "plot_curves.py"),
+                        *[os.path.join(args.results, "runs", n) for n in done], "--out",
+                        os.path.join(out, "curves"), "--title", e["title"]], check=True, stdout=subprocess.DEVNULL)
+        machines = sorted({s["machine"] for s in summaries})
+        text = (f"# {e['title']}\n\n"
+                + (f"{e['note']}\n\n" if e["note"] else "")
+                + "![validation perplexity](curves.png)\n\n"
+                + "Generated by `scripts/run_experiments.sh` from the runs' metrics files (`../runs/<run>/`); "
+                  "do not edit. Validation perplexity is the last validation's; \"× unigram\" divides it by the unigram "
+                  "baseline's perplexity on the same masked tokens; test perplexity is at the checkpoint with the best "
+                  "validation loss; tokens/s and wall time include validation and checkpoints.\n\n"
+                + TABLE_HEADER + "".join(table_row(s) for s in summaries)
+                + ("\nNot run yet: " + ", ".join(missing) + "\n" if missing else "")
+                + "\nMachine: " + " / ".join(machines) + "\n")
+        with open(os.path.join(out, "README.md"), "w") as f:
+            f.write(text)
+        with open(os.path.join(out, "table.json"), "w") as f:
+            json.dump(summaries, f, indent=2)
+            f.write("\n")
+        log(f"{experiment}: {len(done)} of {len(e['names'])} runs in {out}/README.md and curves.png/svg")
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=("run", "report", "list"))
+    parser.add_argument("experiments", nargs="*", help="experiment names (default: all)")
+    parser.add_argument("--manifest", default=os.path.join(ROOT, "recipes", "brown", "experiments.toml"))
+    parser.add_argument("--runs-dir", default=os.path.join(ROOT, "runs", "experiments"))
+    parser.add_argument("--results", default=os.path.join(ROOT, "results", "brown"))
+    parser.add_argument("--binary", default=os.path.join(ROOT, "build", "linformer"))
+    parser.add_argument("--force", action="store_true", help="train again runs that have results")
+    args = parser.parse_args(argv)
+
+    def log(message):
+        print(f"experiments: {message}", flush=True)
+
+    try:
+        experiments = select(read_manifest(args.manifest), args.experiments, args.manifest)
+        if args.command == "list":
+            for name, e in experiments.items():
+                done = [os.path.exists(os.path.join(args.results, "runs", n, "run.json")) for n in e["names"]]
+                print(f"{name}: {e['title']} ({sum(done)} of {len(done)} done)")
+                for n, d in zip(e["names"], done):
+                    print(f"  {'done' if d else 'todo'}  {n}")
+            return 0
+        if args.command == "run":
+            if not os.access(args.binary, os.X_OK):
+                raise ExperimentError(f"{args.binary}: no linformer binary (build it with scripts/build.sh)")
+            machine = machine_description(args.binary)
+            seen = set()
+            for e in experiments.values():
+                for name, recipe in zip(e["names"], e["recipes"]):
+                    if name not in seen:
+                        seen.add(name)
+                        run_one(name, recipe, args, machine, log)
+        report(experiments, args, log)
+    except ExperimentError as e:
+        print(f"experiments: {e}", file=sys.stderr)
+        return 1
+    except subprocess.CalledProcessError as e:
+        print(f"experiments: {' '.join(map(str, e.cmd))} exited with {e.returncode}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Reruns pretraining experiments and regenerates every figure and table from the metrics files.
+# Usage: scripts/run_experiments.sh [EXPERIMENT ...] [--force] [--manifest FILE] [--runs-dir DIR]
+#                                   [--results DIR] [--binary PATH]
+#        scripts/run_experiments.sh --list        the experiments and which runs are done
+#        scripts/run_experiments.sh --report-only  figures and tables only, no training
+# Default manifest recipes/brown/experiments.toml, runs in runs/experiments/, results in
+# results/brown/. Without --binary it builds build/linformer first and fetches the Brown corpus.
+# Runs whose results exist are skipped; an interrupted run continues from its last checkpoint.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command=run
+args=()
+for a in "$@"; do
+  case "$a" in
+    --list) command=list ;;
+    --report-only) command=report ;;
+    *) args+=("$a") ;;
+  esac
+done
+if [ "$command" = run ] && [[ " ${args[*]-} " != *" --binary"* ]]; then
+  scripts/build.sh
+  [ -f data/brown/.complete ] || scripts/get_brown.sh
+fi
+exec /usr/bin/python3 scripts/experiments.py "$command" ${args[@]+"${args[@]}"}

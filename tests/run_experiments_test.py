@@ -1,0 +1,121 @@
+"""scripts/run_experiments.sh on the tiny recipe: runs, results, figures and a table that
+agrees with numbers recomputed here from the metrics files; reruns skip finished runs;
+a changed recipe and bad input are refused.
+
+Usage: run_experiments_test.py LINFORMER_BINARY   (run from the repository root, as CTest does)
+"""
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "run_experiments.sh")
+BINARY = None
+
+
+class RunExperiments(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        d = self.dir.name
+        tiny = os.path.join(ROOT, "recipes", "ci", "tiny.toml")
+        self.variant = os.path.join(d, "tiny_k8.toml")
+        with open(self.variant, "w") as f:
+            f.write(f'base = "{tiny}"\n[model]\nk = 8\n[train]\nmax_updates = 10\n[validation]\nevery = 5\n'
+                    "[checkpoint]\nevery = 5\n")
+        self.manifest = os.path.join(d, "experiments.toml")
+        with open(self.manifest, "w") as f:
+            f.write(f'[tiny_k]\ntitle = "Tiny: effect of k"\nrecipes = ["{tiny}", "tiny_k8.toml"]\n'
+                    f'[other]\nrecipes = ["tiny_k8.toml"]\n')
+        self.runs = os.path.join(d, "runs")
+        self.results = os.path.join(d, "results")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def run_script(self, *args):
+        return subprocess.run([SCRIPT, *args, "--manifest", self.manifest, "--runs-dir", self.runs,
+                               "--results", self.results, "--binary", BINARY], capture_output=True, text=True)
+
+    def test_runs_reports_and_skips_what_is_done(self):
+        r = self.run_script("tiny_k")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        table = os.path.join(self.results, "tiny_k", "README.md")
+        for path in (table, os.path.join(self.results, "tiny_k", "curves.png"),
+                     os.path.join(self.results, "tiny_k", "curves.svg")):
+            self.assertTrue(os.path.exists(path), path)
+        self.assertFalse(os.path.exists(os.path.join(self.results, "other")), "an experiment not asked for was made")
+
+        with open(os.path.join(self.results, "tiny_k", "table.json")) as f:
+            rows = {row["name"]: row for row in json.load(f)}
+        self.assertEqual(sorted(rows), ["tiny", "tiny_k8"])
+        for name, updates in (("tiny", 20), ("tiny_k8", 10)):
+            folder = os.path.join(self.results, "runs", name)
+            # Recomputed from metrics.csv (the table's generator reads metrics.jsonl).
+            with open(os.path.join(folder, "metrics.csv")) as f:
+                valid = [row for row in csv.DictReader(f) if row["kind"] == "valid"]
+            last = valid[-1]
+            self.assertEqual(int(last["update"]), updates)
+            self.assertEqual(rows[name]["updates"], updates)
+            self.assertAlmostEqual(rows[name]["valid_ppl"], float(last["perplexity"]), delta=1e-3)
+            self.assertAlmostEqual(rows[name]["valid_ratio"],
+                                   float(last["perplexity"]) / float(last["unigram_perplexity"]), delta=1e-4)
+            best = min(valid, key=lambda row: float(row["loss"]))
+            self.assertAlmostEqual(rows[name]["best_valid_ppl"], float(best["perplexity"]), delta=1e-3)
+            with open(os.path.join(folder, "run.json")) as f:
+                run = json.load(f)
+            self.assertEqual(run["best_update"], int(best["update"]))
+            self.assertGreater(run["test"]["perplexity"], 1.0)
+            self.assertAlmostEqual(run["test"]["ratio_to_unigram"],
+                                   run["test"]["perplexity"] / run["test"]["unigram_perplexity"], places=9)
+            self.assertEqual(len(run["sessions"]), 1)
+            self.assertGreater(run["sessions"][0]["peak_rss_mb"], 1.0)
+            self.assertIn(run["sessions"][0]["machine"]["kind"], ("avx512_bf16", "avx512", "avx2", "other"))
+            self.assertTrue(os.path.exists(os.path.join(folder, "recipe.toml")))
+            with open(table) as f:
+                self.assertIn(f"| {name} | {updates} |", f.read())
+
+        # Everything is done: a second run trains nothing.
+        r = self.run_script("tiny_k")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("tiny: up to date", r.stdout)
+        self.assertNotIn("training", r.stdout)
+        r = self.run_script("--list")
+        self.assertIn("tiny_k: Tiny: effect of k (2 of 2 done)", r.stdout)
+        self.assertIn("other: other (1 of 1 done)", r.stdout)
+
+        # The report is made from the results alone.
+        os.remove(os.path.join(self.results, "tiny_k", "README.md"))
+        r = self.run_script("--report-only")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.exists(table))
+        self.assertTrue(os.path.exists(os.path.join(self.results, "other", "README.md")))
+
+        # A recipe changed after its results were made is refused.
+        with open(self.variant, "a") as f:
+            f.write("[optim]\nlr = 0.01\n")
+        r = self.run_script("other")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("tiny_k8:", r.stderr)
+        self.assertIn("changed since", r.stderr)
+
+    def test_bad_input_is_refused_with_the_reason(self):
+        r = self.run_script("nope")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no experiment 'nope'", r.stderr)
+        with open(self.manifest, "a") as f:
+            f.write('[broken]\nrecipes = ["missing.toml"]\n')
+        r = self.run_script("--list")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("[broken] recipe 'missing.toml' not found", r.stderr)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: run_experiments_test.py LINFORMER_BINARY")
+    BINARY = os.path.abspath(sys.argv.pop(1))
+    unittest.main()
