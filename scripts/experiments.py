@@ -19,6 +19,7 @@ Runs stop on updates or tokens (the recipes say), so a busy machine changes only
 """
 import argparse
 import datetime
+import hashlib
 import json
 import math
 import os
@@ -119,6 +120,14 @@ def without_name(recipe_text):
     return "\n".join(line for line in recipe_text.splitlines() if not line.startswith("name = "))
 
 
+def file_digest(path):
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except FileNotFoundError:
+        return None
+
+
 def newest_state(run_dir):
     checkpoints = sorted(d for d in os.listdir(os.path.join(run_dir, "checkpoints")) if d.startswith("checkpoint_")
                          and os.path.exists(os.path.join(run_dir, "checkpoints", d, "DONE")))
@@ -145,13 +154,16 @@ def run_one(name, recipe, args, machine, log):
     os.makedirs(run_dir, exist_ok=True)
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     time_file = os.path.join(run_dir, "session.time")
+    metrics_before = file_digest(os.path.join(run_dir, "metrics.jsonl"))
     train = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", time_file, args.binary, "train", "--recipe", recipe,
                             "--run-dir", run_dir, "--resume", "auto"])
     with open(time_file) as f:
         wall, rss_kb = f.read().split()[-2:]
-    with open(os.path.join(run_dir, "sessions.jsonl"), "a") as f:
-        f.write(json.dumps({"started": started, "wall_seconds": float(wall), "peak_rss_mb": int(rss_kb) / 1024,
-                            "exit_code": train.returncode, "machine": machine}) + "\n")
+    # A session that trained (a finished run resumed changes nothing and is not one).
+    if train.returncode != 0 or file_digest(os.path.join(run_dir, "metrics.jsonl")) != metrics_before:
+        with open(os.path.join(run_dir, "sessions.jsonl"), "a") as f:
+            f.write(json.dumps({"started": started, "wall_seconds": float(wall), "peak_rss_mb": int(rss_kb) / 1024,
+                                "exit_code": train.returncode, "machine": machine}) + "\n")
     if train.returncode != 0:
         raise ExperimentError(f"{name}: linformer train exited with {train.returncode} (log: {run_dir}/train.log)")
 
@@ -164,6 +176,8 @@ def run_one(name, recipe, args, machine, log):
         test = json.load(f)
     with open(os.path.join(run_dir, "sessions.jsonl")) as f:
         sessions = [json.loads(line) for line in f if line.strip()]
+    if not sessions or sessions[-1]["exit_code"] != 0:
+        raise ExperimentError(f"{name}: {run_dir}/sessions.jsonl does not end with a successful training session")
 
     os.makedirs(results, exist_ok=True)
     for file in ("metrics.csv", "metrics.jsonl", "recipe.toml"):

@@ -193,6 +193,22 @@ TEST_F(TrainTest, MissingPreparedDataSaysWhatToRun) {
   EXPECT_THAT(r.output, HasSubstr("run `linformer prepare --recipe"));
 }
 
+TEST_F(TrainTest, ResumingAFinishedRunChangesNothing) {
+  TempDir runs;
+  const std::string run = (runs.path() / "run").string();
+  const auto first = train(run, {"train.max_updates=4"});
+  const std::string metrics = read_file(run + "/metrics.csv");
+  const auto checkpoints = list_checkpoints(run + "/checkpoints");
+  const auto again = train(run, {"train.max_updates=4"}, "auto");
+  EXPECT_EQ(again.updates, 4);
+  EXPECT_EQ(again.valid_loss, first.valid_loss);
+  EXPECT_EQ(read_file(run + "/metrics.csv"), metrics) << "a finished run's metrics changed when it was resumed";
+  ASSERT_EQ(list_checkpoints(run + "/checkpoints").size(), checkpoints.size());
+  EXPECT_EQ(list_checkpoints(run + "/checkpoints").back().path, checkpoints.back().path);
+  // With a larger budget the same run continues.
+  EXPECT_EQ(train(run, {"train.max_updates=6"}, "auto").updates, 6);
+}
+
 TEST_F(TrainTest, ValidationMaskProbabilityKeepsTheValidationTaskFixed) {
   TempDir runs;
   auto valid_of = [&](const std::string& name, std::vector<std::string> overrides) {

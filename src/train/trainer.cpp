@@ -237,6 +237,18 @@ TrainSummary run_training(const TrainOptions& options) {
   };
 
   std::string reason = stop_reason();
+  if (!resume_from.empty() && !reason.empty() && !stop_requested()) {
+    // A finished run resumed: nothing to train, and no row or checkpoint to add.
+    last_eval = evaluate(model, *data->valid, recipe.validation.max_batches, data->unigram.get());
+    spdlog::info("{} already finished at update {} ({}): nothing to do", run_dir, state.update, reason);
+    summary.updates = state.update;
+    summary.valid_loss = last_eval.loss();
+    summary.valid_perplexity = last_eval.perplexity();
+    summary.valid_accuracy = last_eval.accuracy();
+    summary.valid_unigram_perplexity = last_eval.unigram_perplexity();
+    summary.last_checkpoint = resume_from;
+    return summary;
+  }
   while (reason.empty()) {
     // ---- one update ----------------------------------------------------------------------
     int64_t masked = 0;
