@@ -103,6 +103,11 @@ class RunExperiments(unittest.TestCase):
         self.assertIn("tiny_k8:", r.stderr)
         self.assertIn("changed since", r.stderr)
 
+    def test_the_shipped_manifest_loads(self):
+        r = subprocess.run([SCRIPT, "--list"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("sweep:", r.stdout)
+
     def test_bad_input_is_refused_with_the_reason(self):
         r = self.run_script("nope")
         self.assertEqual(r.returncode, 1)

@@ -29,6 +29,7 @@ std::string version_text() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  linformer::flush_denormals_to_zero();
   CLI::App app{"linformer: masked-language-model pretraining of Linformer and Transformer encoders on CPUs."};
   app.set_version_flag("--version", version_text);
   app.require_subcommand(1);

@@ -1,5 +1,7 @@
 #include "linformer/kernels/context.h"
 
+#include <xmmintrin.h>
+
 #include <fmt/format.h>
 
 namespace linformer {
@@ -10,6 +12,14 @@ DnnlContext& DnnlContext::get() {
 }
 
 DnnlContext::DnnlContext() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+
+void flush_denormals_to_zero() {
+  constexpr unsigned kFlushToZero = 1u << 15, kDenormalsAreZero = 1u << 6;
+  auto set = [] { _mm_setcsr(_mm_getcsr() | kFlushToZero | kDenormalsAreZero); };
+  set();
+#pragma omp parallel
+  set();
+}
 
 bool cpu_has_bf16() {
   const auto isa = dnnl::get_effective_cpu_isa();

@@ -34,6 +34,12 @@ struct MatmulPrecision {
 MatmulPrecision select_matmul_precision(bool want_bf16);
 bool cpu_has_bf16();
 
+// Sets FTZ and DAZ (flush denormal results and inputs to zero) in the calling thread and every
+// OpenMP thread; threads created later inherit them. Call once at process start. Without it,
+// denormal floats (softmax probabilities of far-off keys, gradients through them) cost
+// microcode assists on Intel cores: a pre-LN run slowed from 9,000 to 2,000 tokens/s.
+void flush_denormals_to_zero();
+
 // "2.6.3 (commit …)"
 std::string dnnl_version_string();
 // The instruction set oneDNN dispatches to on this CPU, e.g. "avx512_core_bf16".
