@@ -19,6 +19,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 
 def read_rows(run_dir):
@@ -84,17 +85,23 @@ def main(argv=None):
     if drawn == 0:
         sys.exit("plot_curves: no validation rows in any run (has a validation happened yet?)")
     if baselines:
-        values = [b for b, _ in baselines]
-        shared = max(values) / min(values) < 1.005
-        for value, colour in ([(values[0], "black")] if shared else baselines):
+        # One dotted line per distinct baseline (runs with the same validation tokens share one),
+        # black when all share it, else in the colour of the first run that has it.
+        distinct = []
+        for value, colour in baselines:
+            if not any(abs(value / v - 1) < 0.005 for v, _ in distinct):
+                distinct.append((value, colour))
+        for value, colour in distinct:
             for axis in axes:
-                axis.axhline(value, linestyle=":", color=colour, linewidth=1.2,
-                             label=f"unigram baseline ({value:.0f})" if axis is by_update and (shared or colour) else None)
+                axis.axhline(value, linestyle=":", linewidth=1.2, color="black" if len(distinct) == 1 else colour,
+                             label=f"unigram baseline ({value:.0f})" if axis is by_update else None)
     for axis, xlabel in ((by_update, "updates"), (by_tokens, "training tokens (millions)"),
                          (by_time, "wall-clock minutes")):
         axis.set_xlabel(xlabel)
         axis.set_ylabel("validation perplexity")
         axis.set_yscale("log")
+        axis.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        axis.yaxis.set_minor_formatter(matplotlib.ticker.ScalarFormatter())
         axis.grid(True, which="both", alpha=0.3)
     by_update.legend(fontsize=8)
     fig.suptitle(args.title)
