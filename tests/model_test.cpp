@@ -3,8 +3,8 @@
 
 #include "linformer/core/fs.h"
 #include "linformer/model/mlm_model.h"
-#include "linformer/model/safetensors.h"
-#include "linformer/model/weights_file.h"
+#include "linformer/nn/safetensors.h"
+#include "linformer/nn/weights_file.h"
 #include "model_test_util.h"
 #include "test_util.h"
 

@@ -1,10 +1,10 @@
 // AdamW, learning-rate schedules and gradient clipping.
 
 #include "linformer/model/mlm_model.h"
-#include "linformer/model/safetensors.h"
-#include "linformer/model/weights_file.h"
-#include "linformer/train/adamw.h"
-#include "linformer/train/lr_schedule.h"
+#include "linformer/nn/safetensors.h"
+#include "linformer/nn/weights_file.h"
+#include "linformer/optim/adamw.h"
+#include "linformer/optim/lr_schedule.h"
 #include "model_test_util.h"
 #include "test_util.h"
 

@@ -6,8 +6,8 @@
 // The reference runs live in every test run; a missing python3-torch is a failure.
 
 #include "linformer/model/mlm_model.h"
-#include "linformer/model/safetensors.h"
-#include "linformer/model/weights_file.h"
+#include "linformer/nn/safetensors.h"
+#include "linformer/nn/weights_file.h"
 #include "model_test_util.h"
 #include "test_util.h"
 

@@ -4,9 +4,9 @@
 #include "data_test_corpus.h"
 #include "linformer/kernels/context.h"
 #include "linformer/core/fs.h"
-#include "linformer/model/safetensors.h"
+#include "linformer/nn/safetensors.h"
 #include "linformer/train/checkpoint.h"
-#include "linformer/train/inference.h"
+#include "linformer/infer/inference.h"
 #include "linformer/train/trainer.h"
 #include "test_util.h"
 

@@ -6,7 +6,7 @@
 #include "linformer/kernels/matmul.h"
 #include "linformer/layers/attention.h"
 #include "linformer/model/mlm_model.h"
-#include "linformer/train/adamw.h"
+#include "linformer/optim/adamw.h"
 
 #include <nlohmann/json.hpp>
 #include <omp.h>

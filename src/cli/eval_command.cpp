@@ -1,5 +1,5 @@
 #include "commands.h"
-#include "linformer/train/inference.h"
+#include "linformer/infer/inference.h"
 
 #include "linformer/core/fs.h"
 

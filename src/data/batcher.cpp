@@ -13,6 +13,16 @@ constexpr uint64_t kShuffleStream = 0x53485546464C45ull;  // "SHUFFLE"
 constexpr uint64_t kFixedMaskEpoch = ~0ull;               // never a real epoch
 }  // namespace
 
+BatcherOptions evaluation_options(int batch_size, uint64_t seed) {
+  BatcherOptions o;
+  o.batch_size = batch_size;
+  o.seed = seed;
+  o.shuffle = false;
+  o.fixed_mask = true;
+  o.drop_last = false;
+  return o;
+}
+
 Batcher::Batcher(const TokenBlocks& blocks, const Masker& masker, BatcherOptions options)
     : blocks_(blocks), masker_(masker), options_(options) {
   LF_CHECK(options.batch_size >= 1, "batch size {} must be positive", options.batch_size);

@@ -2,11 +2,12 @@
 
 #include "linformer/core/check.h"
 #include "linformer/core/fs.h"
-#include "linformer/model/safetensors.h"
-#include "linformer/model/weights_file.h"
+#include "linformer/nn/safetensors.h"
+#include "linformer/nn/weights_file.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -30,8 +31,7 @@ void to_json(nlohmann::json& j, const TrainingState& s) {
        // JSON has no infinity: no validation yet is written as null.
        {"best_valid_loss", std::isfinite(s.best_valid_loss) ? nlohmann::json(s.best_valid_loss) : nlohmann::json()},
        {"best_update", s.best_update},
-       {"validations_since_best", s.validations_since_best},
-       {"recipe_hash", s.recipe_hash}};
+       {"validations_since_best", s.validations_since_best}};
 }
 
 void from_json(const nlohmann::json& j, TrainingState& s) {
@@ -45,7 +45,6 @@ void from_json(const nlohmann::json& j, TrainingState& s) {
                                                         : j.at("best_valid_loss").get<double>();
   s.best_update = j.at("best_update").get<int64_t>();
   s.validations_since_best = j.at("validations_since_best").get<int>();
-  s.recipe_hash = j.at("recipe_hash").get<std::string>();
 }
 
 namespace {
@@ -192,6 +191,24 @@ std::vector<CheckpointInfo> list_checkpoints(const std::string& checkpoints_dir)
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.update < b.update; });
   return out;
+}
+
+RunCheckpoints::RunCheckpoints(std::string checkpoints_dir, const config::CheckpointConfig& keep,
+                               std::string resolved_recipe, std::string tokenizer_model)
+    : dir_(std::move(checkpoints_dir)),
+      keep_(keep),
+      recipe_(std::move(resolved_recipe)),
+      tokenizer_(std::move(tokenizer_model)) {}
+
+void RunCheckpoints::write(const Parameters& params, const AdamW& optimizer, TrainingState state,
+                           const data::BatcherState& data, double elapsed_seconds) {
+  state.epoch = data.epoch;
+  state.position = data.position;
+  state.elapsed_seconds = elapsed_seconds;
+  last_path_ = write_checkpoint(dir_, params, optimizer, state, recipe_, tokenizer_);
+  last_update_ = state.update;
+  prune_checkpoints(dir_, keep_, state.best_update);
+  spdlog::info("checkpoint {}", last_path_);
 }
 
 void prune_checkpoints(const std::string& checkpoints_dir, const config::CheckpointConfig& keep, int64_t best_update) {

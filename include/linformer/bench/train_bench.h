@@ -3,7 +3,7 @@
 // synthetic batches shaped as the recipe says: the numbers `linformer bench train` prints.
 
 #include "linformer/config/recipe.h"
-#include "linformer/model/model_spec.h"
+#include "linformer/nn/model_spec.h"
 
 #include <map>
 #include <string>

@@ -39,6 +39,9 @@ struct BatcherOptions {
   int world_size = 1;      // R
 };
 
+// Options for evaluation: blocks in shard order, the same masks every time, every block.
+BatcherOptions evaluation_options(int batch_size, uint64_t seed);
+
 // One batch. Axes: B rows (≤ batch_size), n = seq_len.
 struct Batch {
   int rows = 0;                           // B

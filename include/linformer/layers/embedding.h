@@ -3,7 +3,7 @@
 
 #include "linformer/layers/layer_norm.h"
 #include "linformer/layers/pass.h"
-#include "linformer/model/workspace.h"
+#include "linformer/nn/workspace.h"
 
 namespace linformer {
 

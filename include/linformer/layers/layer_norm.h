@@ -2,7 +2,7 @@
 // LayerNorm with learned scale and shift, over the last axis of (rows, C).
 
 #include "linformer/core/tensor.h"
-#include "linformer/model/parameters.h"
+#include "linformer/nn/parameters.h"
 
 namespace linformer {
 

@@ -3,7 +3,7 @@
 
 #include "linformer/core/tensor.h"
 #include "linformer/kernels/matmul.h"
-#include "linformer/model/parameters.h"
+#include "linformer/nn/parameters.h"
 
 namespace linformer {
 

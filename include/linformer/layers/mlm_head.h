@@ -7,7 +7,7 @@
 #include "linformer/kernels/cross_entropy.h"
 #include "linformer/layers/layer_norm.h"
 #include "linformer/layers/linear.h"
-#include "linformer/model/workspace.h"
+#include "linformer/nn/workspace.h"
 
 namespace linformer {
 

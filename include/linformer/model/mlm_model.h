@@ -8,7 +8,7 @@
 #include "linformer/layers/embedding.h"
 #include "linformer/layers/encoder_block.h"
 #include "linformer/layers/mlm_head.h"
-#include "linformer/model/parameters.h"
+#include "linformer/nn/parameters.h"
 
 #include <memory>
 #include <string>

@@ -12,8 +12,9 @@
 // so a crash leaves either a complete checkpoint or a temporary directory that is ignored.
 
 #include "linformer/config/recipe.h"
-#include "linformer/model/parameters.h"
-#include "linformer/train/adamw.h"
+#include "linformer/data/batcher.h"
+#include "linformer/nn/parameters.h"
+#include "linformer/optim/adamw.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -40,7 +41,6 @@ struct TrainingState {
   double best_valid_loss = std::numeric_limits<double>::infinity();
   int64_t best_update = 0;
   int validations_since_best = 0;
-  std::string recipe_hash;  // of the model section: resuming with another model shape is refused
 };
 
 void to_json(nlohmann::json& j, const TrainingState& s);
@@ -66,6 +66,25 @@ std::vector<CheckpointInfo> list_checkpoints(const std::string& checkpoints_dir)
 // Deletes the complete checkpoints that checkpoint.keep_last, keep_best (`best_update`) and
 // milestone_every do not keep.
 void prune_checkpoints(const std::string& checkpoints_dir, const config::CheckpointConfig& keep, int64_t best_update);
+
+// The checkpoints of one run: each write records the data position and the elapsed time in
+// the state, then prunes what checkpoint.keep_* no longer keeps.
+class RunCheckpoints {
+ public:
+  RunCheckpoints(std::string checkpoints_dir, const config::CheckpointConfig& keep, std::string resolved_recipe,
+                 std::string tokenizer_model);
+  void write(const Parameters& params, const AdamW& optimizer, TrainingState state, const data::BatcherState& data,
+             double elapsed_seconds);
+  const std::string& last_path() const { return last_path_; }
+  int64_t last_update() const { return last_update_; }  // −1 before the first of this session
+
+ private:
+  std::string dir_;
+  const config::CheckpointConfig& keep_;
+  std::string recipe_, tokenizer_;
+  std::string last_path_;
+  int64_t last_update_ = -1;
+};
 
 // Checks the marker, format version and checksums of a checkpoint directory.
 void verify_checkpoint(const std::string& path);

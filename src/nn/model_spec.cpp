@@ -1,4 +1,4 @@
-#include "linformer/model/model_spec.h"
+#include "linformer/nn/model_spec.h"
 
 #include "linformer/core/check.h"
 

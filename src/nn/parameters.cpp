@@ -1,4 +1,4 @@
-#include "linformer/model/parameters.h"
+#include "linformer/nn/parameters.h"
 
 #include "linformer/core/rng.h"
 

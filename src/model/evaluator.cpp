@@ -1,6 +1,6 @@
-#include "linformer/train/evaluator.h"
+#include "linformer/model/evaluator.h"
 
-#include "linformer/train/batch_adapter.h"
+#include "linformer/model/batch_adapter.h"
 
 #include <algorithm>
 

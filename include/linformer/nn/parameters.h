@@ -6,7 +6,7 @@
 // the optimizer's weight-decay mask and the names the tests report.
 
 #include "linformer/core/arena.h"
-#include "linformer/model/model_spec.h"
+#include "linformer/nn/model_spec.h"
 
 #include <string>
 #include <vector>

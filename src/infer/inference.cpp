@@ -1,4 +1,4 @@
-#include "linformer/train/inference.h"
+#include "linformer/infer/inference.h"
 
 #include "linformer/config/recipe_loader.h"
 #include "linformer/core/check.h"
@@ -10,8 +10,8 @@
 #include "linformer/data/shard.h"
 #include "linformer/data/special_tokens.h"
 #include "linformer/data/tokenizer.h"
-#include "linformer/model/weights_file.h"
-#include "linformer/train/batch_adapter.h"
+#include "linformer/nn/weights_file.h"
+#include "linformer/model/batch_adapter.h"
 #include "linformer/train/checkpoint.h"
 
 #include <fmt/format.h>
@@ -68,13 +68,7 @@ EvalResult evaluate_shard(Loaded& l, const data::Shard& shard, int batch_size, i
   const data::TokenBlocks blocks(shard, l.model->spec().seq_len, l.recipe.data.break_mode);
   const data::Masker masker(data::validation_masking(l.recipe), l.model->spec().vocab_size, l.tokenizer.word_starts(),
                             static_cast<uint64_t>(l.recipe.seed));
-  data::BatcherOptions o;
-  o.batch_size = batch_size;
-  o.seed = static_cast<uint64_t>(l.recipe.seed);
-  o.shuffle = false;
-  o.fixed_mask = true;
-  o.drop_last = false;
-  data::Batcher batcher(blocks, masker, o);
+  data::Batcher batcher(blocks, masker, data::evaluation_options(batch_size, static_cast<uint64_t>(l.recipe.seed)));
   return evaluate(*l.model, batcher, max_batches, unigram);
 }
 

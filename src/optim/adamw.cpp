@@ -1,4 +1,4 @@
-#include "linformer/train/adamw.h"
+#include "linformer/optim/adamw.h"
 
 #include <cmath>
 

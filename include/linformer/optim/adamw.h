@@ -8,7 +8,7 @@
 // weights), or to every trainable tensor with optim.decay_bias_and_norm.
 
 #include "linformer/config/recipe.h"
-#include "linformer/model/parameters.h"
+#include "linformer/nn/parameters.h"
 
 #include <cstdint>
 #include <vector>

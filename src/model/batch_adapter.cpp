@@ -1,4 +1,4 @@
-#include "linformer/train/batch_adapter.h"
+#include "linformer/model/batch_adapter.h"
 
 #include <cmath>
 

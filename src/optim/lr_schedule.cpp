@@ -1,4 +1,4 @@
-#include "linformer/train/lr_schedule.h"
+#include "linformer/optim/lr_schedule.h"
 
 #include <algorithm>
 #include <cmath>

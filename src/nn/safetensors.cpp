@@ -1,4 +1,4 @@
-#include "linformer/model/safetensors.h"
+#include "linformer/nn/safetensors.h"
 
 #include "linformer/core/check.h"
 #include "linformer/core/fs.h"

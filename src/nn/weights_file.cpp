@@ -1,6 +1,6 @@
-#include "linformer/model/weights_file.h"
+#include "linformer/nn/weights_file.h"
 
-#include "linformer/model/safetensors.h"
+#include "linformer/nn/safetensors.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-#include "linformer/model/workspace.h"
+#include "linformer/nn/workspace.h"
 
 #include "linformer/kernels/matmul.h"
 

@@ -2,7 +2,7 @@
 // A model's parameters as a safetensors file: one F32 tensor per entry of the
 // parameter table, and __metadata__ {format, format_version, model (JSON)}.
 
-#include "linformer/model/parameters.h"
+#include "linformer/nn/parameters.h"
 
 #include <string>
 

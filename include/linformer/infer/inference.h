@@ -3,7 +3,7 @@
 // (`linformer eval`), and masked-token predictions (`linformer fill-mask`).
 // A checkpoint directory is self-contained: weights, tokenizer and recipe.
 
-#include "linformer/train/evaluator.h"
+#include "linformer/model/evaluator.h"
 
 #include <string>
 #include <vector>

@@ -1,0 +1,37 @@
+#pragma once
+// The training statistics between two log lines (mean loss, perplexity and accuracy over the
+// interval's masked tokens, tokens per second), and the metrics rows of a run.
+
+#include "linformer/model/evaluator.h"
+#include "linformer/train/checkpoint.h"
+#include "linformer/train/metrics_log.h"
+#include "linformer/train/update_step.h"
+
+#include <chrono>
+
+namespace linformer {
+
+// The fields every row shares: counters of the run at this moment.
+MetricsRow metrics_row(const char* kind, const TrainingState& state, uint64_t epoch, double lr, double elapsed_seconds);
+// A validation's row.
+MetricsRow validation_row(const EvalResult& result, const TrainingState& state, uint64_t epoch, double lr,
+                          double elapsed_seconds);
+
+class IntervalMeter {
+ public:
+  IntervalMeter() : start_(std::chrono::steady_clock::now()) {}
+  void add(const UpdateResult& update);
+  // The train row of the interval that ends now (lr and gradient norm of its last update);
+  // the next interval starts.
+  MetricsRow take_row(const TrainingState& state, uint64_t epoch, double elapsed_seconds);
+  // Seconds per update over the interval so far (for an ETA).
+  double seconds_per_update() const;
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  double loss_sum_ = 0;
+  int64_t masked_ = 0, correct_ = 0, tokens_ = 0, updates_ = 0;
+  UpdateResult last_;
+};
+
+}  // namespace linformer

@@ -1,0 +1,31 @@
+#pragma once
+// Where a start of `linformer train` continues from, decided before anything is written:
+// what to load (a checkpoint, or nothing for a fresh run), what to reset, what to refuse.
+
+#include "linformer/nn/model_spec.h"
+#include "linformer/optim/adamw.h"
+#include "linformer/train/checkpoint.h"
+#include "linformer/train/trainer.h"
+
+#include <string>
+
+namespace linformer {
+
+struct ResumePlan {
+  std::string checkpoint;  // empty: a fresh run
+  bool reset_optimizer = false, reset_schedule = false, reset_data = false;
+  bool resumes() const { return !checkpoint.empty(); }
+};
+
+// Refuses --resume PATH that is not a complete checkpoint, a schedule reset into a run directory
+// that has checkpoints (its restarted update numbers would mix with theirs), and a fresh start
+// over existing checkpoints.
+ResumePlan plan_resume(const TrainOptions& options, const std::string& run_dir);
+
+// The state to continue from: a fresh one, or the plan's checkpoint loaded into params and the
+// optimizer with the plan's resets applied. Refuses a checkpoint whose model differs from
+// `spec` (dropout rates may change), naming the keys.
+TrainingState load_resume_point(const ResumePlan& plan, const ModelSpec& spec, Parameters& params,
+                                AdamW& optimizer);
+
+}  // namespace linformer

@@ -1,0 +1,50 @@
+#pragma once
+// One optimizer update: train.accumulation micro-batches, each loss scaled by 1 / (masked
+// tokens of the whole update), so k micro-batches of b rows are the same update as one batch
+// of k·b rows; then the global gradient norm, clipping to optim.clip_norm, the schedule's
+// learning rate and an AdamW step.
+//
+// Reuse: fine-tuning runs the same step with another model (anything with zero_grads /
+// forward_backward over its own batches); data-parallel training averages the gradients
+// across ranks between the micro-batches' backward and the norm (see run()), and normalises
+// by the global count of masked tokens.
+
+#include "linformer/config/recipe.h"
+#include "linformer/data/batcher.h"
+#include "linformer/model/mlm_model.h"
+#include "linformer/optim/adamw.h"
+#include "linformer/train/checkpoint.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace linformer {
+
+// What one update did, for the interval meter.
+struct UpdateResult {
+  double loss_sum = 0;  // nats over the update's masked tokens
+  int64_t masked = 0;
+  int64_t correct = 0;
+  int64_t tokens = 0;      // real tokens read
+  double grad_norm = 0;    // before clipping
+  double lr = 0;
+};
+
+class UpdateStep {
+ public:
+  // Keeps references: all must outlive the step.
+  UpdateStep(MlmModel& model, AdamW& optimizer, data::Batcher& batches, const config::Recipe& recipe);
+
+  // Runs update state.update + 1; advances state.update, micro_step and tokens.
+  UpdateResult run(TrainingState& state);
+
+ private:
+  MlmModel& model_;
+  AdamW& optimizer_;
+  data::Batcher& batches_;
+  const config::Recipe& recipe_;
+  std::vector<data::Batch> micro_;  // (accumulation) the update's micro-batches
+  std::vector<int32_t> positions_;  // (M) int32 copy of a batch's target positions
+};
+
+}  // namespace linformer

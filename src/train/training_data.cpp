@@ -1,0 +1,37 @@
+#include "linformer/train/training_data.h"
+
+#include "linformer/core/check.h"
+
+#include <filesystem>
+
+namespace linformer {
+
+std::unique_ptr<TrainingData> open_training_data(const config::Recipe& recipe, const std::string& recipe_path) {
+  const config::DataConfig& d = recipe.data;
+  if (!std::filesystem::exists(std::filesystem::path(d.prepared_dir) / "meta.json"))
+    LF_FAIL("no prepared data in '{}': run `linformer prepare --recipe {}` first", d.prepared_dir, recipe_path);
+  auto t = std::make_unique<TrainingData>(data::open_prepared(d.prepared_dir));
+  const int vocab = t->prepared.tokenizer.vocab_size();
+  if (vocab != d.vocab_size)
+    LF_FAIL("the prepared data in '{}' has a vocabulary of {}, the recipe says data.vocab_size = {}: run "
+            "`linformer prepare --recipe {}` again",
+            d.prepared_dir, vocab, d.vocab_size, recipe_path);
+  const uint64_t seed = static_cast<uint64_t>(recipe.seed);
+  t->train_blocks = std::make_unique<data::TokenBlocks>(t->prepared.train, d.seq_len, d.break_mode);
+  t->valid_blocks = std::make_unique<data::TokenBlocks>(t->prepared.valid, d.seq_len, d.break_mode);
+  t->train_masker = std::make_unique<data::Masker>(recipe.masking, vocab, t->prepared.tokenizer.word_starts(), seed);
+  t->valid_masker =
+      std::make_unique<data::Masker>(data::validation_masking(recipe), vocab, t->prepared.tokenizer.word_starts(), seed);
+  data::BatcherOptions train_options;
+  train_options.batch_size = recipe.train.batch_size;
+  train_options.seed = seed;
+  t->train = std::make_unique<data::Batcher>(*t->train_blocks, *t->train_masker, train_options);
+  t->valid = std::make_unique<data::Batcher>(*t->valid_blocks, *t->valid_masker,
+                                             data::evaluation_options(recipe.train.batch_size, seed));
+  if (t->train->batches_per_epoch() == 0)
+    LF_FAIL("the training split of '{}' has {} blocks of {} tokens, fewer than one batch of {}", d.prepared_dir,
+            t->train_blocks->size(), d.seq_len, recipe.train.batch_size);
+  return t;
+}
+
+}  // namespace linformer

@@ -1,0 +1,50 @@
+#include "linformer/train/update_step.h"
+
+#include "linformer/core/check.h"
+#include "linformer/model/batch_adapter.h"
+#include "linformer/optim/lr_schedule.h"
+
+#include <cmath>
+
+namespace linformer {
+
+UpdateStep::UpdateStep(MlmModel& model, AdamW& optimizer, data::Batcher& batches, const config::Recipe& recipe)
+    : model_(model),
+      optimizer_(optimizer),
+      batches_(batches),
+      recipe_(recipe),
+      micro_(static_cast<size_t>(recipe.train.accumulation)) {}
+
+UpdateResult UpdateStep::run(TrainingState& state) {
+  UpdateResult result;
+  int64_t update_masked = 0;
+  for (auto& batch : micro_) {
+    batches_.next(batch);
+    update_masked += batch.targets();
+  }
+  model_.params().zero_grads();
+  const float grad_scale = update_masked > 0 ? 1.0f / static_cast<float>(update_masked) : 0.0f;
+  for (auto& batch : micro_) {
+    const Pass pass{true, static_cast<uint64_t>(recipe_.seed), static_cast<uint64_t>(state.micro_step++)};
+    for (int32_t length : batch.lengths) result.tokens += length;
+    if (batch.targets() == 0) continue;
+    const StepResult r = model_.forward_backward(model_view(batch, positions_), pass, grad_scale);
+    result.loss_sum += r.loss_sum;
+    result.masked += r.masked;
+    result.correct += r.correct;
+  }
+  state.tokens += result.tokens;
+  // (Data-parallel training averages the gradients across ranks here.)
+  result.grad_norm = gradient_norm(model_.params());
+  if (!std::isfinite(result.grad_norm))
+    LF_FAIL("update {}: the gradient norm is {} (loss diverged); lower optim.lr or resume from an earlier checkpoint",
+            state.update + 1, result.grad_norm);
+  const double clip = recipe_.optim.clip_norm;
+  if (clip > 0 && result.grad_norm > clip) scale_gradients(model_.params(), static_cast<float>(clip / result.grad_norm));
+  result.lr = learning_rate(recipe_.optim, recipe_.train.max_updates, state.update + 1);
+  optimizer_.step(result.lr);
+  ++state.update;
+  return result;
+}
+
+}  // namespace linformer

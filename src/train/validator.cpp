@@ -1,0 +1,35 @@
+#include "linformer/train/validator.h"
+
+#include "linformer/optim/lr_schedule.h"
+#include "linformer/train/interval_meter.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace linformer {
+
+Validator::Validator(MlmModel& model, TrainingData& data, const config::Recipe& recipe, MetricsLog& metrics)
+    : model_(model), data_(data), recipe_(recipe), metrics_(metrics) {}
+
+bool Validator::run(TrainingState& state, double elapsed_seconds) {
+  last_ = evaluate(model_, *data_.valid, recipe_.validation.max_batches, &data_.unigram);
+  last_update_ = state.update;
+  const bool best = last_.loss() < state.best_valid_loss;
+  if (best) {
+    state.best_valid_loss = last_.loss();
+    state.best_update = state.update;
+    state.validations_since_best = 0;
+  } else {
+    ++state.validations_since_best;
+  }
+  const double lr = learning_rate(recipe_.optim, recipe_.train.max_updates, std::max<int64_t>(state.update, 1));
+  const MetricsRow row = validation_row(last_, state, data_.train->state().epoch, lr, elapsed_seconds);
+  metrics_.append(row);
+  spdlog::info("valid | update {} | loss {:.4f} | ppl {:.2f} ({:.3f} × unigram {:.2f}) | acc {:.4f} | {} masked tokens{}",
+               state.update, row.loss, row.perplexity, row.perplexity / row.unigram_perplexity,
+               row.unigram_perplexity, row.accuracy, last_.masked, best ? " | best" : "");
+  return best;
+}
+
+}  // namespace linformer

@@ -1,0 +1,84 @@
+"""Every #include "linformer/<folder>/…" points to the same floor or one below
+(the floors are the table in docs/ARCHITECTURE.md); every folder has a floor."""
+import os
+import re
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+INCLUDE = re.compile(r'^\s*#\s*include\s+"linformer/([a-z_]+)/', re.M)
+
+
+def read_floors(architecture):
+    with open(architecture) as f:
+        text = f.read()
+    table = text.split("<!-- floors:begin -->", 1)[1].split("<!-- floors:end -->", 1)[0]
+    floors = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0].isdigit():
+            floors[cells[1].strip("`").rstrip("/")] = int(cells[0])
+    if not floors:
+        raise ValueError(f"{architecture}: no floors table between the floors markers")
+    return floors
+
+
+def folder_of(root, path):
+    """The floor folder of a source file: include/linformer/<folder>/… or src/<folder>/…."""
+    parts = os.path.relpath(path, root).split(os.sep)
+    if parts[0] == "include" and len(parts) > 3:
+        return parts[2]
+    if parts[0] == "src" and len(parts) > 2:
+        return parts[1]
+    return None
+
+
+def violations(root, floors):
+    """(file, problem) for every upward include and every folder without a floor."""
+    found = []
+    for top in ("include", "src"):
+        for directory, _, files in os.walk(os.path.join(root, top)):
+            for name in files:
+                if not name.endswith((".h", ".cpp", ".h.in")):
+                    continue
+                path = os.path.join(directory, name)
+                folder = folder_of(root, path)
+                if folder is None:
+                    continue
+                rel = os.path.relpath(path, root)
+                if folder not in floors:
+                    found.append((rel, f"folder '{folder}' has no floor in docs/ARCHITECTURE.md"))
+                    continue
+                with open(path) as f:
+                    for target in INCLUDE.findall(f.read()):
+                        if target not in floors:
+                            found.append((rel, f"includes linformer/{target}/, a folder with no floor"))
+                        elif floors[target] > floors[folder]:
+                            found.append((rel, f"{folder}/ (floor {floors[folder]}) includes {target}/ "
+                                               f"(floor {floors[target]}), which is above it"))
+    return found
+
+
+class Layering(unittest.TestCase):
+    def test_every_include_points_down(self):
+        floors = read_floors(os.path.join(ROOT, "docs", "ARCHITECTURE.md"))
+        found = violations(ROOT, floors)
+        self.assertEqual(found, [], "\n" + "\n".join(f"{f}: {p}" for f, p in found))
+
+    def test_an_upward_include_is_caught(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "include", "linformer", "core"))
+            os.makedirs(os.path.join(d, "src", "extra"))
+            with open(os.path.join(d, "include", "linformer", "core", "a.h"), "w") as f:
+                f.write('#pragma once\n#include "linformer/core/b.h"\n#include "linformer/model/x.h"\n')
+            with open(os.path.join(d, "src", "extra", "c.cpp"), "w") as f:
+                f.write('#include "linformer/core/a.h"\n')
+            found = violations(d, {"core": 1, "model": 7})
+        self.assertEqual(len(found), 2, found)
+        self.assertIn("core/ (floor 1) includes model/ (floor 7)", found[0][1] + found[1][1])
+        self.assertIn("folder 'extra' has no floor", found[0][1] + found[1][1])
+
+
+if __name__ == "__main__":
+    sys.exit(unittest.main())
