@@ -24,18 +24,18 @@ TEST(BenchTrain, FlopCountByHand) {
   //   QKᵀ and PV 2·(2·12·6·4) = 1152, head 2·3·4·4 + 2·3·4·10 = 336.
   ModelSpec full = testing::tiny_spec({{"layers", 1}, {"d_model", 4}, {"heads", 2}, {"ffn_dim", 8}, {"vocab_size", 10},
                                        {"attention", "full"}, {"k_per_layer", nlohmann::json::array()}});
-  EXPECT_DOUBLE_EQ(forward_matmul_flops(full, 2, 6, 3), 1152 + 384 + 1536 + 1152 + 336);
+  EXPECT_DOUBLE_EQ(MlmModel::forward_matmul_flops(full, 2, 6, 3), 1152 + 384 + 1536 + 1152 + 336);
   // Linformer with K = 2, headwise E and F: x compressed first, E x and F x 2·(2·2·2·6·4) = 384,
   // then Q 2·12·4·4 = 384 and K̃, Ṽ 2·4·4·8 = 256 instead of in_proj; QK̃ᵀ and PṼ 2·(2·12·2·4) = 384.
   ModelSpec lin = testing::tiny_spec({{"layers", 1}, {"d_model", 4}, {"heads", 2}, {"ffn_dim", 8}, {"vocab_size", 10},
                                       {"k_per_layer", {2}}});
-  EXPECT_DOUBLE_EQ(forward_matmul_flops(lin, 2, 6, 3), 384 + 256 + 384 + 1536 + 384 + 384 + 336);
+  EXPECT_DOUBLE_EQ(MlmModel::forward_matmul_flops(lin, 2, 6, 3), 384 + 256 + 384 + 1536 + 384 + 384 + 336);
   // Layerwise (one E for keys and values): one compression, 192.
   lin.sharing = config::Sharing::layerwise;
-  EXPECT_DOUBLE_EQ(forward_matmul_flops(lin, 2, 6, 3), 384 + 256 + 384 + 1536 + 192 + 384 + 336);
+  EXPECT_DOUBLE_EQ(MlmModel::forward_matmul_flops(lin, 2, 6, 3), 384 + 256 + 384 + 1536 + 192 + 384 + 336);
   // Max pooling projects first: in_proj 1152, no compression matmuls.
   lin.projection = config::ProjectionKind::max;
-  EXPECT_DOUBLE_EQ(forward_matmul_flops(lin, 2, 6, 3), 1152 + 384 + 1536 + 384 + 336);
+  EXPECT_DOUBLE_EQ(MlmModel::forward_matmul_flops(lin, 2, 6, 3), 1152 + 384 + 1536 + 384 + 336);
 }
 
 TEST(BenchTrain, CommandReportsThroughputAndWritesJson) {

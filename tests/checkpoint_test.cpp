@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 
 struct Fixture {
   ModelSpec spec = testing::tiny_spec();
-  Parameters params{spec};
+  Parameters params{spec, MlmModel::parameter_table(spec)};
   config::OptimConfig optim = config::Recipe().optim;
   AdamW adam{params, optim};
   Fixture() {

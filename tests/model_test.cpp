@@ -303,7 +303,7 @@ INSTANTIATE_TEST_SUITE_P(Variants, InferenceModel,
 
 TEST(WeightsFile, RoundTripAndSelfDescription) {
   const ModelSpec spec = testing::tiny_spec({{"sharing", "none"}, {"k_per_layer", {8, 4}}});
-  Parameters a(spec), b(spec);
+  Parameters a(spec, MlmModel::parameter_table(spec)), b(spec, MlmModel::parameter_table(spec));
   a.initialize(1);
   TempDir dir;
   const std::string path = (dir.path() / "w.safetensors").string();
@@ -317,6 +317,27 @@ TEST(WeightsFile, RoundTripAndSelfDescription) {
   EXPECT_EQ(file.metadata().at("format"), "linformer-weights");
 }
 
+// A model description from a weights file is checked by the recipe's rules and model checks.
+TEST(ModelSpec, DescriptionsAreCheckedLikeRecipes) {
+  auto error_of = [](const nlohmann::json& changes) {
+    try {
+      testing::tiny_spec(changes);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error_of({{"heads", 3}}), HasSubstr("model.heads = 3 must divide model.d_model = 16"));
+  EXPECT_THAT(error_of({{"layers", 0}}), HasSubstr("model.layers = 0 is out of range: must be ≥ 1"));
+  EXPECT_THAT(error_of({{"k_per_layer", {4, 40}}}), HasSubstr("exceeds data.seq_len = 16"));
+  EXPECT_THAT(error_of({{"sharing", "diagonal"}}), HasSubstr("model.sharing = \"diagonal\" is not one of none, headwise"));
+  EXPECT_THAT(error_of({{"d_model", "wide"}}), HasSubstr("model.d_model = \"wide\" has the wrong type"));
+  EXPECT_EQ(error_of({{"sharing", "layerwise"}}), "no error");
+  // The serialised spec reads back as the same spec.
+  const ModelSpec spec = testing::tiny_spec({{"sharing", "kv"}, {"k_per_layer", {8, 4}}, {"dropout", 0.1}});
+  EXPECT_EQ(nlohmann::json(nlohmann::json(spec).get<ModelSpec>()), nlohmann::json(spec));
+}
+
 std::string load_error(const std::string& path, Parameters& params) {
   try {
     load_weights(path, params);
@@ -328,17 +349,19 @@ std::string load_error(const std::string& path, Parameters& params) {
 
 TEST(WeightsFile, ClearErrorsForWrongFiles) {
   const ModelSpec spec = testing::tiny_spec();
-  Parameters params(spec);
+  Parameters params(spec, MlmModel::parameter_table(spec));
   params.initialize(1);
   TempDir dir;
   const std::string good = (dir.path() / "good.safetensors").string();
   save_weights(good, params);
 
   // Another shape: k = 8 instead of 4.
-  Parameters other(testing::tiny_spec({{"k_per_layer", {8, 8}}}));
+  const ModelSpec k8 = testing::tiny_spec({{"k_per_layer", {8, 8}}});
+  Parameters other(k8, MlmModel::parameter_table(k8));
   EXPECT_THAT(load_error(good, other), HasSubstr("tensor 'layers.0.attn.proj_e' has shape (4, 16), the model needs (8, 16)"));
   // A missing tensor: full attention has no projections, the Linformer model needs them.
-  Parameters full(testing::tiny_spec({{"attention", "full"}}));
+  const ModelSpec full_spec = testing::tiny_spec({{"attention", "full"}});
+  Parameters full(full_spec, MlmModel::parameter_table(full_spec));
   full.initialize(1);
   const std::string full_path = (dir.path() / "full.safetensors").string();
   save_weights(full_path, full);

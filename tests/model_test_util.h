@@ -18,7 +18,8 @@ inline ModelSpec tiny_spec(const nlohmann::json& changes = {}) {
                       {"ffn_dim", 32},        {"seq_len", 16},        {"vocab_size", 40},
                       {"norm", "post"},       {"layer_norm_eps", 1e-5}, {"init_std", 0.2},
                       {"attention", "linformer"}, {"k_per_layer", {4, 4}}, {"sharing", "headwise"},
-                      {"projection", "linear"}, {"freeze_projection", false}, {"projection_init", "normal"}};
+                      {"projection", "linear"}, {"freeze_projection", false}, {"projection_init", "normal"},
+                      {"dropout", 0.0}, {"attention_dropout", 0.0}, {"activation_dropout", 0.0}};
   if (changes.is_object()) j.update(changes);
   return j.get<ModelSpec>();
 }

@@ -26,7 +26,8 @@ config::OptimConfig optim_config() {
 }
 
 TEST(AdamW, TwoStepsMatchTheFormulaWrittenOutInDouble) {
-  Parameters params(testing::tiny_spec({{"freeze_projection", true}}));
+  const ModelSpec spec = testing::tiny_spec({{"freeze_projection", true}});
+  Parameters params(spec, MlmModel::parameter_table(spec));
   params.initialize(1);
   const auto optim = optim_config();
   AdamW adam(params, optim);
@@ -66,7 +67,8 @@ TEST(AdamW, TwoStepsMatchTheFormulaWrittenOutInDouble) {
 }
 
 TEST(AdamW, DecayOfBiasesAndNormsIsConfigurable) {
-  Parameters params(testing::tiny_spec());
+  const ModelSpec spec = testing::tiny_spec();
+  Parameters params(spec, MlmModel::parameter_table(spec));
   params.initialize(1);
   auto optim = optim_config();
   optim.decay_bias_and_norm = true;
@@ -78,7 +80,8 @@ TEST(AdamW, DecayOfBiasesAndNormsIsConfigurable) {
 }
 
 TEST(GradientClipping, NormAndScale) {
-  Parameters params(testing::tiny_spec({{"freeze_projection", true}}));
+  const ModelSpec spec = testing::tiny_spec({{"freeze_projection", true}});
+  Parameters params(spec, MlmModel::parameter_table(spec));
   params.zero_grads();
   params.grad("mlm_head.bias").data()[0] = 3;
   params.grad("embed.tokens").data()[5] = 4;

@@ -231,8 +231,10 @@ TEST(RecipeErrors, InconsistentCombinations) {
               HasSubstr("leaves no documents for training"));
   EXPECT_THAT(load_error(path, {"train.max_updates=0"}), HasSubstr("training would never stop"));
   EXPECT_THAT(load_error(path, {"optim.end_lr=1.0"}), HasSubstr("optim.end_lr = 1 exceeds the peak optim.lr"));
-  // Linformer-only checks do not apply to full attention.
+  // Linformer-only checks do not apply to full attention; layerwise sharing takes one k, given
+  // once or for every layer.
   EXPECT_NO_THROW(load_recipe(path, {"model.attention=full", "model.k=600"}));
+  EXPECT_NO_THROW(load_recipe(path, {"model.k_per_layer=[32, 32, 32, 32]", "model.sharing=layerwise"}));
 }
 
 // ---- the declarations themselves ----------------------------------------------------

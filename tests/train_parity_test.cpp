@@ -21,6 +21,7 @@
 #include "linformer/core/fs.h"
 #include "linformer/data/batcher.h"
 #include "linformer/data/prepared.h"
+#include "linformer/model/mlm_model.h"
 #include "linformer/nn/parameters.h"
 #include "linformer/nn/safetensors.h"
 #include "linformer/nn/weights_file.h"
@@ -169,7 +170,8 @@ TEST(TrainParity, FortyUpdatesMatchAnIndependentTorchLoop) {
   ASSERT_EQ(summary.updates, updates);
 
   // ---- the same inputs for PyTorch: initial weights and micro-batches -------------------------
-  Parameters initial(ModelSpec::from_recipe(recipe));
+  const ModelSpec spec = ModelSpec::from_recipe(recipe);
+  Parameters initial(spec, MlmModel::parameter_table(spec));
   initial.initialize(static_cast<uint64_t>(recipe.seed));
   const std::vector<data::Batch> batches = trainer_batches(recipe, updates * K);
   bool uneven = false;  // some micro-batch has rows of different lengths (padding matters)

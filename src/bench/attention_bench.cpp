@@ -91,13 +91,14 @@ AttentionCell run_cell(const ModelSpec& base, int64_t n, int64_t k, const Attent
   const size_t one = MlmModel::planned_activation_bytes(spec, 1, 1, use);
   const size_t two = MlmModel::planned_activation_bytes(spec, 2, 2, use);
   size_t parameter_bytes = 0;  // values and gradients (an inference model has both arenas)
-  for (const auto& p : build_parameter_table(spec)) parameter_bytes += 2 * sizeof(float) * static_cast<size_t>(p.shape.numel());
+  const ParameterTable table = MlmModel::parameter_table(spec);
+  for (const auto& p : table.entries()) parameter_bytes += 2 * sizeof(float) * static_cast<size_t>(p.shape.numel());
   cell.bytes_per_sequence = two - one;
   cell.fixed_bytes = parameter_bytes + (one - cell.bytes_per_sequence);
   cell.max_batch = o.memory_budget_bytes > cell.fixed_bytes
                        ? static_cast<int64_t>((o.memory_budget_bytes - cell.fixed_bytes) / cell.bytes_per_sequence)
                        : 0;
-  const double flops_per_sequence = forward_matmul_flops(spec, 1, n, 1);
+  const double flops_per_sequence = MlmModel::forward_matmul_flops(spec, 1, n, 1);
   cell.estimated_seconds_per_sequence = flops_per_sequence / (rate * 1e9);
   if (cell.max_batch < 1) {
     cell.status = CellStatus::over_memory_budget;
@@ -131,7 +132,7 @@ AttentionCell run_cell(const ModelSpec& base, int64_t n, int64_t k, const Attent
   cell.passes = static_cast<int>(times.size());
   const double median = times[times.size() / 2];
   cell.seconds_per_sequence = median / static_cast<double>(B);
-  cell.gflops_per_s = forward_matmul_flops(spec, B, n, B) / median * 1e-9;
+  cell.gflops_per_s = MlmModel::forward_matmul_flops(spec, B, n, B) / median * 1e-9;
   rate = cell.gflops_per_s;
   return cell;
 }

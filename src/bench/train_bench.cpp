@@ -17,30 +17,6 @@
 
 namespace linformer {
 
-double forward_matmul_flops(const ModelSpec& s, int64_t B, int64_t T, int64_t M) {
-  const double C = s.d_model, F = s.ffn_dim, V = s.vocab_size, rows = static_cast<double>(B * T);
-  double flops = 0;
-  for (int l = 0; l < s.layers; ++l) {
-    flops += 2 * rows * C * C + 2 * 2 * rows * C * F;  // out_proj, FFN
-    if (!s.is_linformer()) {
-      flops += 2 * rows * C * (3 * C) + 2 * (2 * rows * T * C);  // in_proj; Q Kᵀ, P V
-      continue;
-    }
-    const double K = s.k_per_layer[l];
-    const bool linear = s.projection == config::ProjectionKind::linear;
-    if (compresses_input_first(s)) {
-      flops += 2 * rows * C * C + 2 * (B * K) * C * (2 * C);                      // Q; K̃, Ṽ from x̃
-      if (linear) flops += (shares_compression(s) ? 1 : 2) * (2 * B * K * T * C);  // E x (and F x)
-    } else {
-      flops += 2 * rows * C * (3 * C);                   // in_proj
-      if (linear) flops += 2 * (2 * B * K * T * C);      // E K, F V (per head: the same total)
-    }
-    flops += 2 * (2 * rows * K * C);  // Q K̃ᵀ, P Ṽ
-  }
-  flops += 2 * static_cast<double>(M) * C * C + 2 * static_cast<double>(M) * C * V;  // MLM head
-  return flops;
-}
-
 double measure_matmul_peak_gflops() {
   const int64_t n = 1536;
   std::vector<float> a(static_cast<size_t>(n * n), 0.5f), b(static_cast<size_t>(n * n), 0.25f), c(static_cast<size_t>(n * n));
@@ -118,7 +94,7 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
   r.median_s = seconds[seconds.size() / 2];
   r.min_s = seconds.front();
   r.max_s = seconds.back();
-  r.forward_gflop = forward_matmul_flops(spec, B, T, M) * 1e-9;
+  r.forward_gflop = MlmModel::forward_matmul_flops(spec, B, T, M) * 1e-9;
   r.flops_per_token = 3 * r.forward_gflop * 1e9 / static_cast<double>(B * T);
   r.optimizer_ms = 1e3 * optimizer_seconds / timed_steps;
   const auto& times = model.stage_times();

@@ -2,22 +2,24 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
+
 namespace linformer::config {
 
-std::vector<std::string> validate_recipe(const Recipe& r) {
+std::vector<std::string> model_errors(const ModelConfig& m, int n) {
   std::vector<std::string> errors;
   auto fail = [&](auto&&... args) { errors.push_back(fmt::format(std::forward<decltype(args)>(args)...)); };
-  const ModelConfig& m = r.model;
-  const int n = r.data.seq_len;
-
   if (m.d_model % m.heads != 0)
     fail("model.heads = {} must divide model.d_model = {}", m.heads, m.d_model);
 
   if (m.attention == AttentionKind::linformer) {
     if (!m.k_per_layer.empty() && static_cast<int>(m.k_per_layer.size()) != m.layers)
       fail("model.k_per_layer has {} values but model.layers = {}", m.k_per_layer.size(), m.layers);
-    if (!m.k_per_layer.empty() && m.sharing == Sharing::layerwise)
-      fail("model.k_per_layer needs a projection per layer, but model.sharing = \"layerwise\" shares one");
+    const bool ks_differ = std::adjacent_find(m.k_per_layer.begin(), m.k_per_layer.end(), std::not_equal_to<>()) !=
+                           m.k_per_layer.end();
+    if (ks_differ && m.sharing == Sharing::layerwise)
+      fail("model.k_per_layer has different values, but model.sharing = \"layerwise\" shares one projection");
     const std::vector<int> ks = m.k_per_layer.empty() ? std::vector<int>{m.k} : m.k_per_layer;
     const char* k_key = m.k_per_layer.empty() ? "model.k" : "model.k_per_layer";
     for (int k : ks) {
@@ -31,6 +33,17 @@ std::vector<std::string> validate_recipe(const Recipe& r) {
       fail("model.freeze_projection applies to learned projections (linear, conv), not to \"{}\" pooling",
            enum_name(m.projection));
   }
+
+  return errors;
+}
+
+std::vector<std::string> validate_recipe(const Recipe& r) {
+  std::vector<std::string> errors;
+  auto fail = [&](auto&&... args) { errors.push_back(fmt::format(std::forward<decltype(args)>(args)...)); };
+  const ModelConfig& m = r.model;
+  const int n = r.data.seq_len;
+
+  for (auto& e : model_errors(m, n)) errors.push_back(std::move(e));
 
   const MaskingConfig& mask = r.masking;
   if (mask.mask_fraction + mask.random_fraction > 1.0 + 1e-12)

@@ -18,18 +18,6 @@ inline std::string join_key(const std::string& prefix, const std::string& key) {
   return prefix.empty() ? key : prefix + "." + key;
 }
 
-// Sets every field to its declared default.
-struct DefaultsVisitor {
-  template <class T>
-  void operator()(const char*, T& field, const nondeduced_t<T>& default_value, const char*, const Rule<T>& = {}) {
-    field = default_value;
-  }
-  template <class S>
-  void section(const char*, const char*, S& sub) {
-    sub.visit(*this);
-  }
-};
-
 // Lists every option and section with its type, default, help and rule.
 struct OptionsVisitor {
   std::vector<OptionInfo>* out;

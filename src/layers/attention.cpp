@@ -41,6 +41,60 @@ bool shares_compression(const ModelSpec& spec) {
   return spec.sharing == Sharing::kv || spec.sharing == Sharing::layerwise || spec.projection == ProjectionKind::mean;
 }
 
+Attention::ProjectionNames Attention::projection_names(const ModelSpec& spec, int layer) {
+  const bool learned = spec.projection == ProjectionKind::linear || spec.projection == ProjectionKind::conv;
+  if (!spec.is_linformer() || !learned) return {};
+  if (spec.sharing == Sharing::layerwise) return {"shared_proj", "shared_proj"};
+  const std::string p = "layers." + std::to_string(layer) + ".attn.";
+  return {p + "proj_e", spec.sharing == Sharing::kv ? p + "proj_e" : p + "proj_f"};
+}
+
+namespace {
+// One learned compression of layer `layer`: E (K, n) or a conv filter (s), per head for sharing none.
+void declare_projection(ParameterTable& table, const ModelSpec& spec, const std::string& name, int layer) {
+  const bool per_head = spec.sharing == Sharing::none;
+  const int64_t H = spec.heads;
+  if (spec.projection == ProjectionKind::linear) {
+    const int64_t K = spec.k_per_layer[layer], n = spec.seq_len;
+    table.add(name, per_head ? Shape{H, K, n} : Shape{K, n}, Init::projection, true, !spec.freeze_projection);
+  } else {
+    const int64_t w = spec.window(layer);
+    table.add(name, per_head ? Shape{H, w} : Shape{w}, Init::conv_window, true, !spec.freeze_projection);
+  }
+}
+}  // namespace
+
+void Attention::declare(ParameterTable& table, const ModelSpec& spec, int layer) {
+  const std::string p = "layers." + std::to_string(layer) + ".attn.";
+  Linear::declare(table, p + "in_proj", 3 * spec.d_model, spec.d_model);
+  Linear::declare(table, p + "out_proj", spec.d_model, spec.d_model);
+  const ProjectionNames names = projection_names(spec, layer);
+  if (names.e.empty() || spec.sharing == Sharing::layerwise) return;
+  declare_projection(table, spec, names.e, layer);
+  if (names.f != names.e) declare_projection(table, spec, names.f, layer);
+}
+
+void Attention::declare_shared(ParameterTable& table, const ModelSpec& spec) {
+  const ProjectionNames names = projection_names(spec, 0);
+  if (!names.e.empty() && spec.sharing == Sharing::layerwise) declare_projection(table, spec, names.e, 0);
+}
+
+double Attention::forward_flops(const ModelSpec& s, int layer, int64_t B, int64_t T) {
+  const double C = s.d_model, rows = static_cast<double>(B * T);
+  double flops = Linear::forward_flops(rows, C, C);  // out_proj
+  if (!s.is_linformer()) return flops + Linear::forward_flops(rows, 3 * C, C) + 2 * (2 * rows * T * C);  // in_proj; Q Kᵀ, P V
+  const double K = s.k_per_layer[layer];
+  const bool linear = s.projection == ProjectionKind::linear;
+  if (compresses_input_first(s)) {
+    flops += Linear::forward_flops(rows, C, C) + Linear::forward_flops(B * K, 2 * C, C);  // Q; K̃, Ṽ from x̃
+    if (linear) flops += (shares_compression(s) ? 1 : 2) * (2 * B * K * T * C);           // E x (and F x)
+  } else {
+    flops += Linear::forward_flops(rows, 3 * C, C);  // in_proj
+    if (linear) flops += 2 * (2 * B * K * T * C);    // E K, F V (per head: the same total)
+  }
+  return flops + 2 * (2 * rows * K * C);  // Q K̃ᵀ, P Ṽ
+}
+
 Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch)
     : spec_(spec),
       ws_(ws),
@@ -54,21 +108,14 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
   const std::string p = "layers." + std::to_string(layer) + ".attn.";
   in_proj_ = Linear(params, p + "in_proj");
   out_proj_ = Linear(params, p + "out_proj");
-  if (linformer_) {
-    auto projection = [&](const std::string& name) {
-      Projection proj;
-      if (spec.projection == ProjectionKind::linear || spec.projection == ProjectionKind::conv) {
-        proj.value = params.value(name);
-        proj.grad = params.grad(name);
-        proj.trainable = !spec.freeze_projection;
-      }
-      return proj;
-    };
-    const bool layerwise = spec.sharing == Sharing::layerwise;
-    proj_e_ = projection(layerwise ? "shared_proj" : p + "proj_e");
-    const bool shared_kv = spec.sharing == Sharing::kv || layerwise;
-    proj_f_ = shared_kv ? proj_e_ : projection(p + "proj_f");
-  }
+  const ProjectionNames names = projection_names(spec, layer);
+  auto projection = [&](const std::string& name) {
+    Projection proj;
+    if (!name.empty()) proj = {params.value(name), params.grad(name), !spec.freeze_projection};
+    return proj;
+  };
+  proj_e_ = projection(names.e);
+  proj_f_ = projection(names.f);
   compress_first_ = compresses_input_first(spec);
   same_compression_ = shares_compression(spec);
   const int64_t rows = max_batch * n_, S = linformer_ ? K_ : n_, BK = max_batch * K_;

@@ -5,6 +5,12 @@
 
 namespace linformer {
 
+void Embedding::declare(ParameterTable& table, const ModelSpec& spec) {
+  table.add("embed.tokens", Shape{spec.vocab_size, spec.d_model}, Init::embedding, true);
+  table.add("embed.positions", Shape{spec.seq_len, spec.d_model}, Init::normal, true);
+  LayerNorm::declare(table, "embed.ln", spec.d_model);
+}
+
 Embedding::Embedding(const ModelSpec& spec, const Parameters& params, Workspace& ws, int64_t max_batch)
     : spec_(spec),
       ws_(ws),

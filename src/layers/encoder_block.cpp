@@ -21,6 +21,18 @@ void residual_backward(TensorView<const float> dy, TensorView<float> d_branch, f
 
 }  // namespace
 
+void EncoderBlock::declare(ParameterTable& table, const ModelSpec& spec, int layer) {
+  const std::string p = "layers." + std::to_string(layer) + ".";
+  Attention::declare(table, spec, layer);
+  LayerNorm::declare(table, p + "ln_attn", spec.d_model);
+  FeedForward::declare(table, spec, layer);
+  LayerNorm::declare(table, p + "ln_ffn", spec.d_model);
+}
+
+double EncoderBlock::forward_flops(const ModelSpec& spec, int layer, int64_t B, int64_t T) {
+  return Attention::forward_flops(spec, layer, B, T) + FeedForward::forward_flops(spec, static_cast<double>(B * T));
+}
+
 EncoderBlock::EncoderBlock(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch)
     : spec_(spec),
       ws_(ws),

@@ -7,11 +7,19 @@
 
 namespace linformer {
 
+void FeedForward::declare(ParameterTable& table, const ModelSpec& spec, int layer) {
+  Linear::declare(table, prefix(layer) + "fc1", spec.ffn_dim, spec.d_model);
+  Linear::declare(table, prefix(layer) + "fc2", spec.d_model, spec.ffn_dim);
+}
+
+double FeedForward::forward_flops(const ModelSpec& spec, double rows) {
+  return Linear::forward_flops(rows, spec.ffn_dim, spec.d_model) + Linear::forward_flops(rows, spec.d_model, spec.ffn_dim);
+}
+
 FeedForward::FeedForward(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_rows)
     : ws_(ws), layer_(layer), activation_dropout_(spec.activation_dropout) {
-  const std::string p = "layers." + std::to_string(layer) + ".ffn.";
-  fc1_ = Linear(params, p + "fc1");
-  fc2_ = Linear(params, p + "fc2");
+  fc1_ = Linear(params, prefix(layer) + "fc1");
+  fc2_ = Linear(params, prefix(layer) + "fc2");
   chunk_rows_ = ws.inference() ? std::min(max_rows, kInferenceChunkRows) : max_rows;
   pre_ = ws.reserve_cache(layer, "ffn.pre", chunk_rows_ * spec.ffn_dim);
   // Backward needs GELU's input; inference applies GELU in place.

@@ -4,6 +4,11 @@
 
 namespace linformer {
 
+void LayerNorm::declare(ParameterTable& table, const std::string& name, int64_t C) {
+  table.add(name + ".weight", Shape{C}, Init::ones, false);
+  table.add(name + ".bias", Shape{C}, Init::zeros, false);
+}
+
 LayerNorm::LayerNorm(const Parameters& params, const std::string& name)
     : gamma(params.value(name + ".weight")),
       beta(params.value(name + ".bias")),

@@ -10,6 +10,11 @@ Linear::Linear(const Parameters& params, const std::string& name)
       dw(params.grad(name + ".weight")),
       db(params.grad(name + ".bias")) {}
 
+void Linear::declare(ParameterTable& table, const std::string& name, int64_t out, int64_t in) {
+  table.add(name + ".weight", Shape{out, in}, Init::normal, true);
+  table.add(name + ".bias", Shape{out}, Init::zeros, false);
+}
+
 void Linear::forward(TensorView<const float> x, TensorView<float> y, bool with_bias) const {
   matmul(x, TensorView<const float>(w).transpose(0, 1), y, Accumulate::overwrite, with_bias ? b.data() : nullptr);
 }

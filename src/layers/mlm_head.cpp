@@ -7,6 +7,16 @@
 
 namespace linformer {
 
+void MlmHead::declare(ParameterTable& table, const ModelSpec& spec) {
+  Linear::declare(table, "mlm_head.dense", spec.d_model, spec.d_model);
+  LayerNorm::declare(table, "mlm_head.ln", spec.d_model);
+  table.add("mlm_head.bias", Shape{spec.vocab_size}, Init::zeros, false);
+}
+
+double MlmHead::forward_flops(const ModelSpec& spec, double M) {
+  return Linear::forward_flops(M, spec.d_model, spec.d_model) + Linear::forward_flops(M, spec.vocab_size, spec.d_model);
+}
+
 MlmHead::MlmHead(const ModelSpec& spec, const Parameters& params, Workspace& ws, int64_t max_masked)
     : spec_(spec),
       ws_(ws),

@@ -19,6 +19,23 @@ void MlmModel::timed(std::vector<double>& seconds, size_t index, Body&& body) {
   seconds[index] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+ParameterTable MlmModel::parameter_table(const ModelSpec& spec) {
+  spec.validate();  // the layers index k_per_layer and divide by heads
+  ParameterTable table;
+  Embedding::declare(table, spec);
+  Attention::declare_shared(table, spec);
+  for (int l = 0; l < spec.layers; ++l) EncoderBlock::declare(table, spec, l);
+  if (spec.norm == config::NormPlacement::pre) LayerNorm::declare(table, "final_ln", spec.d_model);
+  MlmHead::declare(table, spec);
+  return table;
+}
+
+double MlmModel::forward_matmul_flops(const ModelSpec& spec, int64_t B, int64_t T, int64_t M) {
+  double flops = 0;
+  for (int l = 0; l < spec.layers; ++l) flops += EncoderBlock::forward_flops(spec, l, B, T);
+  return flops + MlmHead::forward_flops(spec, static_cast<double>(M));
+}
+
 MlmModel::MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked, WorkspaceUse use)
     : MlmModel(spec, max_batch, max_masked, use, PlanOnly{}) {
   ws_.allocate();
@@ -30,7 +47,7 @@ size_t MlmModel::planned_activation_bytes(const ModelSpec& spec, int64_t max_bat
 }
 
 MlmModel::MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked, WorkspaceUse use, PlanOnly)
-    : spec_(spec), max_batch_(max_batch), max_masked_(max_masked), params_(spec), ws_(use) {
+    : spec_(spec), max_batch_(max_batch), max_masked_(max_masked), params_(spec, parameter_table(spec)), ws_(use) {
   LF_CHECK(max_batch > 0 && max_masked > 0, "model capacity: batch {} and masked positions {} must be positive",
            max_batch, max_masked);
   const int64_t rows = max_batch * spec.seq_len, C = spec.d_model;

@@ -1,115 +1,81 @@
 #include "linformer/nn/model_spec.h"
 
+#include "linformer/config/recipe_loader.h"
+#include "linformer/config/section_json.h"
 #include "linformer/core/check.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace linformer {
 
-using config::enum_name;
-using config::parse_enum;
+ModelSpec::ModelSpec() {
+  config::DefaultsVisitor defaults;
+  visit(defaults);
+}
+
+namespace {
+// One spelling of k per model: K_l in k_per_layer (Linformer), k itself then repeats layer 0's;
+// full attention has no k (its declared default), so specs compare equal whatever a recipe says.
+void resolve_k(ModelSpec& s) {
+  if (!s.is_linformer()) {
+    s.k_per_layer.clear();
+    s.k = ModelSpec().k;
+    return;
+  }
+  if (s.k_per_layer.empty()) s.k_per_layer.assign(static_cast<size_t>(std::max(s.layers, 0)), s.k);
+  if (!s.k_per_layer.empty()) s.k = s.k_per_layer[0];
+}
+}  // namespace
 
 ModelSpec ModelSpec::from_recipe(const config::Recipe& recipe) {
-  const auto& m = recipe.model;
   ModelSpec s;
-  s.layers = m.layers;
-  s.d_model = m.d_model;
-  s.heads = m.heads;
-  s.ffn_dim = m.ffn_dim;
+  static_cast<config::ModelConfig&>(s) = recipe.model;
   s.seq_len = recipe.data.seq_len;
   s.vocab_size = recipe.data.vocab_size;
-  s.norm = m.norm;
-  s.layer_norm_eps = static_cast<float>(m.layer_norm_eps);
-  s.init_std = static_cast<float>(m.init_std);
-  s.dropout = static_cast<float>(m.dropout);
-  s.attention_dropout = static_cast<float>(m.attention_dropout);
-  s.activation_dropout = static_cast<float>(m.activation_dropout);
-  s.attention = m.attention;
-  if (s.is_linformer()) s.k_per_layer = m.k_per_layer.empty() ? std::vector<int>(m.layers, m.k) : m.k_per_layer;
-  s.sharing = m.sharing;
-  s.projection = m.projection;
-  s.freeze_projection = m.freeze_projection;
-  s.projection_init = m.projection_init;
+  resolve_k(s);
   s.validate();
   return s;
 }
 
 void ModelSpec::validate() const {
-  LF_CHECK(layers > 0 && d_model > 0 && heads > 0 && ffn_dim > 0 && seq_len > 0 && vocab_size > 5,
-           "model sizes must be positive (layers {}, d_model {}, heads {}, ffn_dim {}, seq_len {}, vocab {})", layers,
-           d_model, heads, ffn_dim, seq_len, vocab_size);
-  LF_CHECK(d_model % heads == 0, "heads = {} must divide d_model = {}", heads, d_model);
-  if (!is_linformer()) return;
-  LF_CHECK(static_cast<int>(k_per_layer.size()) == layers, "{} values of k for {} layers", k_per_layer.size(), layers);
-  for (int k : k_per_layer) {
-    LF_CHECK(k >= 1 && k <= seq_len, "k = {} must be in [1, seq_len = {}]", k, seq_len);
-    LF_CHECK(projection == config::ProjectionKind::linear || seq_len % k == 0,
-             "projection {} needs seq_len = {} to be a multiple of k = {}", enum_name(projection), seq_len, k);
-  }
-  if (sharing == config::Sharing::layerwise)
-    for (int k : k_per_layer)
-      LF_CHECK(k == k_per_layer[0], "layerwise sharing needs the same k in every layer");
+  std::vector<std::string> errors = config::section_rule_errors(static_cast<const config::ModelConfig&>(*this), "model");
+  if (seq_len < 2) errors.push_back(fmt::format("seq_len = {} must be at least 2", seq_len));
+  if (vocab_size <= 5) errors.push_back(fmt::format("vocab_size = {} leaves no ordinary tokens", vocab_size));
+  if (errors.empty())  // the cross-option checks divide by heads and index k_per_layer
+    for (auto& e : config::model_errors(*this, seq_len)) errors.push_back(std::move(e));
+  if (errors.empty() && is_linformer() && static_cast<int>(k_per_layer.size()) != layers)
+    errors.push_back(fmt::format("{} values of k for {} layers", k_per_layer.size(), layers));
+  if (errors.empty()) return;
+  std::string message = "invalid model:";
+  for (const auto& e : errors) message += "\n  " + e;
+  throw Error(message);
 }
-
-namespace {
-// A float as the double with the same shortest decimal text (0.1f -> 0.1, not 0.10000000149).
-double tidy(float x) { return std::stod(fmt::format("{}", x)); }
-}  // namespace
 
 void to_json(nlohmann::json& j, const ModelSpec& s) {
-  j = nlohmann::json{{"layers", s.layers},
-                     {"d_model", s.d_model},
-                     {"heads", s.heads},
-                     {"ffn_dim", s.ffn_dim},
-                     {"seq_len", s.seq_len},
-                     {"vocab_size", s.vocab_size},
-                     {"norm", enum_name(s.norm)},
-                     {"layer_norm_eps", tidy(s.layer_norm_eps)},
-                     {"init_std", tidy(s.init_std)},
-                     {"dropout", tidy(s.dropout)},
-                     {"attention_dropout", tidy(s.attention_dropout)},
-                     {"activation_dropout", tidy(s.activation_dropout)},
-                     {"attention", enum_name(s.attention)},
-                     {"k_per_layer", s.k_per_layer},
-                     {"sharing", enum_name(s.sharing)},
-                     {"projection", enum_name(s.projection)},
-                     {"freeze_projection", s.freeze_projection},
-                     {"projection_init", enum_name(s.projection_init)}};
+  j = config::section_to_json(static_cast<const config::ModelConfig&>(s));
+  j["seq_len"] = s.seq_len;
+  j["vocab_size"] = s.vocab_size;
 }
-
-namespace {
-template <class E>
-E enum_field(const nlohmann::json& j, const char* key) {
-  const std::string text = j.at(key).get<std::string>();
-  const auto value = parse_enum<E>(text);
-  LF_CHECK(value.has_value(), "model.{} = '{}' is not one of {}", key, text, config::enum_choices<E>());
-  return *value;
-}
-}  // namespace
 
 void from_json(const nlohmann::json& j, ModelSpec& s) {
+  LF_CHECK(j.is_object(), "model description: expected a JSON object, got {}", j.dump());
+  s = ModelSpec();
+  std::vector<std::string> errors = config::section_from_json(j, static_cast<config::ModelConfig&>(s), "model");
+  for (const char* key : {"seq_len", "vocab_size", "layers", "d_model", "heads", "ffn_dim"})
+    if (!j.contains(key)) errors.push_back(fmt::format("model.{} is missing", key));
   try {
-    s.layers = j.at("layers").get<int>();
-    s.d_model = j.at("d_model").get<int>();
-    s.heads = j.at("heads").get<int>();
-    s.ffn_dim = j.at("ffn_dim").get<int>();
-    s.seq_len = j.at("seq_len").get<int>();
-    s.vocab_size = j.at("vocab_size").get<int>();
-    s.norm = enum_field<config::NormPlacement>(j, "norm");
-    s.layer_norm_eps = j.at("layer_norm_eps").get<float>();
-    s.init_std = j.value("init_std", 0.02f);
-    s.dropout = j.value("dropout", 0.0f);
-    s.attention_dropout = j.value("attention_dropout", 0.0f);
-    s.activation_dropout = j.value("activation_dropout", 0.0f);
-    s.attention = enum_field<config::AttentionKind>(j, "attention");
-    s.k_per_layer = j.value("k_per_layer", std::vector<int>{});
-    s.sharing = enum_field<config::Sharing>(j, "sharing");
-    s.projection = enum_field<config::ProjectionKind>(j, "projection");
-    s.freeze_projection = j.value("freeze_projection", false);
-    s.projection_init = j.contains("projection_init") ? enum_field<config::ProjectionInit>(j, "projection_init")
-                                                      : config::ProjectionInit::normal;
+    s.seq_len = j.value("seq_len", 0);
+    s.vocab_size = j.value("vocab_size", 0);
   } catch (const nlohmann::json::exception& e) {
-    LF_FAIL("model description: {}", e.what());
+    errors.push_back(fmt::format("model sizes: {}", e.what()));
+  }
+  resolve_k(s);
+  if (!errors.empty()) {
+    std::string message = "model description:";
+    for (const auto& e : errors) message += "\n  " + e;
+    throw Error(message);
   }
   s.validate();
 }

@@ -14,7 +14,6 @@ namespace linformer {
 // Matmul FLOPs of one forward pass over B sequences of T tokens with M masked positions
 // (2 per multiply-add; elementwise work not counted). A training step costs 3× this:
 // backward computes two matmuls (data and weight gradient) for every forward one.
-double forward_matmul_flops(const ModelSpec& spec, int64_t B, int64_t T, int64_t M);
 
 // The best matmul rate this machine sustains through oneDNN: a few large square f32
 // products (1536³, best of 4) under the current matmul precision (with bf16 in effect, oneDNN

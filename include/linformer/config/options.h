@@ -72,6 +72,18 @@ Rule<std::vector<T>> each_at_least(T lo) {
           }};
 }
 
+// Sets every field of a section to its declared default.
+struct DefaultsVisitor {
+  template <class T>
+  void operator()(const char*, T& field, const nondeduced_t<T>& default_value, const char*, const Rule<T>& = {}) {
+    field = default_value;
+  }
+  template <class S>
+  void section(const char*, const char*, S& sub) {
+    sub.visit(*this);
+  }
+};
+
 // ---- Enumerations ------------------------------------------------------------
 // An enum E takes part by declaring, next to it,
 //   constexpr std::array<std::pair<E, std::string_view>, N> enum_names(E) { ... }

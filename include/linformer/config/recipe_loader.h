@@ -20,6 +20,9 @@ Recipe load_recipe(const std::string& path, const std::vector<std::string>& over
 
 // Cross-option checks (heads divide d_model, k ≤ n, …); one message per problem.
 std::vector<std::string> validate_recipe(const Recipe& recipe);
+// The model section's cross-option checks, for n = data.seq_len: the one place that says which
+// model configurations are buildable (recipes and weights files are both checked with it).
+std::vector<std::string> model_errors(const ModelConfig& model, int seq_len);
 
 // The fully resolved recipe as TOML; load_recipe() of it gives the same recipe.
 std::string dump_recipe(const Recipe& recipe);

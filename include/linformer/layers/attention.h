@@ -25,6 +25,23 @@ class Attention {
  public:
   Attention(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch);
 
+  // The one place that says which Linformer tensors exist and how they are shared: layer l's
+  // compressions E (keys) and F (values) are parameters named
+  //   none, headwise: layers.{l}.attn.proj_e and .proj_f   (per head for none)
+  //   kv:             layers.{l}.attn.proj_e, used as F too
+  //   layerwise:      shared_proj, one for every layer, as E and F
+  // (K, n) linear, (s) conv filters; (H, …) per head. Mean and max pooling have none.
+  struct ProjectionNames {
+    std::string e, f;  // equal when shared; empty for pooling and full attention
+  };
+  static ProjectionNames projection_names(const ModelSpec& spec, int layer);
+  // layers.{l}.attn.in_proj (3C, C), .out_proj (C, C), and the layer's own projections.
+  static void declare(ParameterTable& table, const ModelSpec& spec, int layer);
+  // The projection every layer shares (layerwise sharing), declared once before the layers.
+  static void declare_shared(ParameterTable& table, const ModelSpec& spec);
+  // Matmul FLOPs of forward over B rows of T tokens (follows forward's branches).
+  static double forward_flops(const ModelSpec& spec, int layer, int64_t B, int64_t T);
+
   // x (B, T, C) -> y (B, T, C); overwrites y and this layer's caches.
   // key_valid (B, T): 1 for real tokens (full attention's key mask).
   void forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y, const uint8_t* key_valid,

@@ -10,6 +10,9 @@ namespace linformer {
 class Embedding {
  public:
   Embedding(const ModelSpec& spec, const Parameters& params, Workspace& ws, int64_t max_batch);
+  // embed.tokens (V, C) (the <pad> row zero; tied to the MLM head's output), embed.positions
+  // (n, C), embed.ln.
+  static void declare(ParameterTable& table, const ModelSpec& spec);
 
   // ids (B, T) -> y (B, T, C); overwrites y and the caches.
   void forward(const BatchGeometry& g, const int32_t* ids, TensorView<float> y, const Pass& pass);

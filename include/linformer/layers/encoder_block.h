@@ -13,6 +13,10 @@ namespace linformer {
 class EncoderBlock {
  public:
   EncoderBlock(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch);
+  // Attention's, layers.{l}.ln_attn, the feed-forward's, layers.{l}.ln_ffn.
+  static void declare(ParameterTable& table, const ModelSpec& spec, int layer);
+  // Matmul FLOPs of forward over B rows of T tokens.
+  static double forward_flops(const ModelSpec& spec, int layer, int64_t B, int64_t T);
 
   // x (B, T, C) -> y (B, T, C); x must stay intact until backward (it is the previous block's output).
   void forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y, const uint8_t* key_valid,

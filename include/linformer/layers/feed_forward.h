@@ -10,6 +10,9 @@ namespace linformer {
 class FeedForward {
  public:
   FeedForward(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_rows);
+  // layers.{l}.ffn.fc1 (F, C) and .fc2 (C, F).
+  static void declare(ParameterTable& table, const ModelSpec& spec, int layer);
+  static double forward_flops(const ModelSpec& spec, double rows);
 
   // x (rows, C) -> y (rows, C); overwrites y and the caches.
   void forward(TensorView<const float> x, TensorView<float> y, const Pass& pass);
@@ -17,6 +20,8 @@ class FeedForward {
   void backward(TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx, const Pass& pass);
 
  private:
+  static std::string prefix(int layer) { return "layers." + std::to_string(layer) + ".ffn."; }
+
   const Workspace& ws_;
   int layer_;
   float activation_dropout_;

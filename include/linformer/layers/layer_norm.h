@@ -12,6 +12,8 @@ struct LayerNorm {
 
   LayerNorm() = default;
   LayerNorm(const Parameters& params, const std::string& name);
+  // Its parameters: name.weight (C), ones; name.bias (C), zeros; neither decayed.
+  static void declare(ParameterTable& table, const std::string& name, int64_t C);
 
   // y = LN(x); mean and rstd (rows) are the cache for backward. Overwrites y, mean, rstd.
   void forward(TensorView<const float> x, TensorView<float> y, float* mean, float* rstd) const;

@@ -13,6 +13,10 @@ struct Linear {
 
   Linear() = default;
   Linear(const Parameters& params, const std::string& name);
+  // Its parameters: name.weight (out, in), decayed, N(0, init_std); name.bias (out), zeros.
+  static void declare(ParameterTable& table, const std::string& name, int64_t out, int64_t in);
+  // Matmul FLOPs of forward over `rows` rows.
+  static double forward_flops(double rows, double out, double in) { return 2 * rows * out * in; }
   int64_t in() const { return w.size(1); }
   int64_t out() const { return w.size(0); }
 

@@ -14,6 +14,10 @@ namespace linformer {
 class MlmHead {
  public:
   MlmHead(const ModelSpec& spec, const Parameters& params, Workspace& ws, int64_t max_masked);
+  // mlm_head.dense (C, C), mlm_head.ln, mlm_head.bias (V); the output projection is embed.tokens.
+  static void declare(ParameterTable& table, const ModelSpec& spec);
+  // Matmul FLOPs at M masked positions: dense and the tied projection.
+  static double forward_flops(const ModelSpec& spec, double M);
 
   // x (rows, C); positions (M) index its rows. Leaves the logits in logits(M) when grad_scale == 0;
   // otherwise replaces them with the gradient of grad_scale · (Σ cross-entropy).

@@ -47,6 +47,12 @@ class MlmModel {
   MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked,
            WorkspaceUse use = WorkspaceUse::training);
 
+  // The model's parameters, in arena order, as its layers declare them.
+  static ParameterTable parameter_table(const ModelSpec& spec);
+  // Matmul FLOPs of one forward pass over B rows of T tokens with M masked positions (backward
+  // takes twice as many), as the layers count them.
+  static double forward_matmul_flops(const ModelSpec& spec, int64_t B, int64_t T, int64_t M);
+
   // Bytes of activations such a model would allocate, found without allocating them
   // (bench attention sizes its batches with it). Builds the parameters.
   static size_t planned_activation_bytes(const ModelSpec& spec, int64_t max_batch, int64_t max_masked,

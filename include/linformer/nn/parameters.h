@@ -1,9 +1,10 @@
 #pragma once
 // The parameter table and the parameter/gradient arenas.
 //
-// build_parameter_table() is the one list of {name, shape, init, trainable,
-// decay} for a ModelSpec. It decides the arena layout, the safetensors names,
-// the optimizer's weight-decay mask and the names the tests report.
+// The table is the one list of {name, shape, init, trainable, decay} of a model, built by its
+// layers (each declares its own tensors beside its forward: Layer::declare) in model order.
+// It decides the arena layout, the safetensors names, the optimizer's weight-decay mask and
+// the names the tests report.
 
 #include "linformer/core/arena.h"
 #include "linformer/nn/model_spec.h"
@@ -30,13 +31,22 @@ struct ParamSpec {
   bool decay;      // weight decay applies (not to biases and LayerNorm weights by default)
 };
 
-std::vector<ParamSpec> build_parameter_table(const ModelSpec& spec);
+class ParameterTable {
+ public:
+  void add(std::string name, Shape shape, Init init, bool decay, bool trainable = true) {
+    entries_.push_back({std::move(name), shape, init, trainable, decay});
+  }
+  const std::vector<ParamSpec>& entries() const { return entries_; }
+
+ private:
+  std::vector<ParamSpec> entries_;
+};
 
 // Values and gradients, one arena each, laid out by the table. Gradients exist for
 // every entry (zero and untouched for frozen ones) so that both arenas share offsets.
 class Parameters {
  public:
-  explicit Parameters(const ModelSpec& spec);
+  Parameters(const ModelSpec& spec, const ParameterTable& table);
 
   const ModelSpec& spec() const { return spec_; }
   const std::vector<ParamSpec>& table() const { return table_; }
