@@ -2,6 +2,7 @@
 
 #include "linformer/core/rng.h"
 #include "linformer/data/blocks.h"
+#include "linformer/data/shard.h"
 #include "linformer/data/special_tokens.h"
 #include "test_util.h"
 

@@ -1,7 +1,9 @@
 #include "linformer/bench/attention_bench.h"
 
+#include "linformer/bench/synthetic_batch.h"
 #include "linformer/bench/train_bench.h"
 #include "linformer/core/check.h"
+#include "linformer/core/clock.h"
 #include "linformer/core/rng.h"
 #include "linformer/model/mlm_model.h"
 
@@ -59,27 +61,6 @@ ModelSpec cell_spec(const ModelSpec& base, int64_t n, int64_t k) {
   return spec;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Full rows of ordinary ids after <s>, one masked position per sequence (the MLM head is
-// part of the model but negligible here).
-struct SyntheticBatch {
-  std::vector<int32_t> ids, lengths, positions, targets;
-  SyntheticBatch(int64_t B, int64_t n, int vocab) : ids(static_cast<size_t>(B * n)), lengths(static_cast<size_t>(B), static_cast<int32_t>(n)) {
-    Rng rng(1);
-    for (int64_t i = 0; i < B * n; ++i) ids[i] = i % n == 0 ? 1 : 5 + static_cast<int32_t>(rng.below(vocab - 5));
-    for (int64_t b = 0; b < B; ++b) {
-      positions.push_back(static_cast<int32_t>(b * n + n / 2));
-      targets.push_back(ids[b * n + n / 2]);
-    }
-  }
-  MlmBatchView view(int64_t B, int64_t n) const {
-    return {B, n, ids.data(), lengths.data(), B, positions.data(), targets.data()};
-  }
-};
-
 // Sizes, and (when it fits the budget and the time limit) times, one cell. `rate` is the
 // GFLOP/s the previous cell of this kind reached: the time estimate before running.
 AttentionCell run_cell(const ModelSpec& base, int64_t n, int64_t k, const AttentionBenchOptions& o, double& rate) {
@@ -115,11 +96,11 @@ AttentionCell run_cell(const ModelSpec& base, int64_t n, int64_t k, const Attent
 
   MlmModel model(spec, B, B, use);
   model.params().initialize(1);
-  const SyntheticBatch batch(B, n, spec.vocab_size);
+  const SyntheticBatch batch(B, n, spec.vocab_size, 1, 0.0);
   const auto begin = std::chrono::steady_clock::now();
   auto pass = [&] {
     const auto start = std::chrono::steady_clock::now();
-    model.forward(batch.view(B, n), Pass{});
+    model.forward(batch.view(), Pass{});
     return seconds_since(start);
   };
   double last = pass();  // warm-up: creates the oneDNN primitives

@@ -1,5 +1,6 @@
 #include "linformer/bench/train_bench.h"
 
+#include "linformer/bench/synthetic_batch.h"
 #include "linformer/core/rng.h"
 #include "linformer/kernels/context.h"
 #include "linformer/kernels/kernel_timing.h"
@@ -36,21 +37,12 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
   const MatmulPrecision precision = select_matmul_precision(recipe.train.precision == config::Precision::bf16);
   const int64_t B = recipe.train.batch_size, T = spec.seq_len;
   // A synthetic batch: full rows, ordinary ids, masking.probability of the positions masked.
-  Rng rng(static_cast<uint64_t>(recipe.seed));
-  std::vector<int32_t> ids(static_cast<size_t>(B * T)), lengths(static_cast<size_t>(B), static_cast<int32_t>(T));
-  std::vector<int32_t> positions, targets;
-  for (int64_t i = 0; i < B * T; ++i) {
-    ids[i] = i % T == 0 ? 1 : 5 + static_cast<int32_t>(rng.below(spec.vocab_size - 5));
-    if (i % T != 0 && rng.uniform() < recipe.masking.probability) {
-      positions.push_back(static_cast<int32_t>(i));
-      targets.push_back(ids[i]);
-    }
-  }
-  const int64_t M = static_cast<int64_t>(positions.size());
+  const SyntheticBatch synthetic(B, T, spec.vocab_size, static_cast<uint64_t>(recipe.seed), recipe.masking.probability);
+  const int64_t M = synthetic.masked();
   MlmModel model(spec, B, std::max<int64_t>(M, 1));
   model.params().initialize(static_cast<uint64_t>(recipe.seed));
   AdamW optimizer(model.params(), recipe.optim);
-  const MlmBatchView batch{B, T, ids.data(), lengths.data(), M, positions.data(), targets.data()};
+  const MlmBatchView batch = synthetic.view();
 
   using Clock = std::chrono::steady_clock;
   std::vector<double> seconds;

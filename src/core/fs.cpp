@@ -27,6 +27,13 @@ void fsync_directory_of(const std::string& path) {
 }
 }  // namespace
 
+void fsync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
 std::string temporary_path_for(const std::string& path) {
   static std::atomic<int> counter{0};
   return fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter++);

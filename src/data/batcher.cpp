@@ -77,7 +77,6 @@ void Batcher::get(const BatcherState& at, Batch& batch) {
   batch.seq_len = n;
   batch.state = at;
   batch.input.resize(static_cast<size_t>(rows) * n);
-  batch.padding_mask.resize(static_cast<size_t>(rows) * n);
   batch.lengths.resize(static_cast<size_t>(rows));
   batch.block_ids.resize(static_cast<size_t>(rows));
   batch.target_positions.clear();
@@ -93,9 +92,6 @@ void Batcher::get(const BatcherState& at, Batch& batch) {
     const int64_t block = perm[static_cast<size_t>(k * options_.world_size + options_.rank)];
     int32_t* row = batch.input.data() + static_cast<size_t>(r) * n;
     const int length = blocks_.fill_row(block, row);
-    uint8_t* pad = batch.padding_mask.data() + static_cast<size_t>(r) * n;
-    std::fill(pad, pad + length, 0);
-    std::fill(pad + length, pad + n, 1);
     batch.lengths[static_cast<size_t>(r)] = length;
     batch.block_ids[static_cast<size_t>(r)] = block;
     masker_.mask_row(row, length, mask_epoch, static_cast<uint64_t>(block), static_cast<int64_t>(r) * n,

@@ -58,7 +58,7 @@ std::vector<Block> cut_blocks(uint64_t token_count, const std::vector<uint64_t>&
   return blocks;
 }
 
-TokenBlocks::TokenBlocks(const Shard& shard, int seq_len, BreakMode mode) : shard_(&shard), seq_len_(seq_len) {
+TokenBlocks::TokenBlocks(const TokenStream& shard, int seq_len, BreakMode mode) : tokens_(&shard), seq_len_(seq_len) {
   std::vector<uint64_t> sentence_ends, document_ends;
   for (uint64_t d = 0; d < shard.document_count(); ++d) {
     const uint64_t b = shard.document_begin(d), e = shard.document_end(d);
@@ -74,7 +74,7 @@ TokenBlocks::TokenBlocks(const Shard& shard, int seq_len, BreakMode mode) : shar
 int TokenBlocks::fill_row(int64_t i, int32_t* out) const {
   const Block& b = block(i);
   out[0] = kBosId;
-  shard_->copy(b.begin, b.begin + b.length, out + 1);
+  tokens_->copy(b.begin, b.begin + b.length, out + 1);
   const int length = 1 + static_cast<int>(b.length);
   std::fill(out + length, out + seq_len_, kPadId);
   return length;

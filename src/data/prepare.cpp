@@ -1,9 +1,11 @@
 #include "linformer/data/prepare.h"
 
 #include "linformer/core/check.h"
+#include "linformer/core/clock.h"
 #include "linformer/core/fs.h"
 #include "linformer/core/progress.h"
 #include "linformer/core/rng.h"
+#include "linformer/core/staged_dir.h"
 #include "linformer/core/version.h"
 #include "linformer/data/corpus.h"
 #include "linformer/data/encoder.h"
@@ -131,50 +133,7 @@ void check_replaceable(const std::string& dir) {
           dir, kMetaFile);
 }
 
-// A temporary directory beside the target, removed unless installed.
-class StagingDir {
- public:
-  explicit StagingDir(const std::string& target) : target_(target) {
-    const fs::path parent = fs::path(target).parent_path();
-    std::error_code ec;
-    if (!parent.empty()) fs::create_directories(parent, ec);
-    if (ec) LF_FAIL("cannot create '{}': {}", parent.string(), ec.message());
-    path_ = temporary_path_for(target);
-    if (!fs::create_directory(path_, ec)) LF_FAIL("cannot create '{}': {}", path_, ec ? ec.message() : "exists");
-  }
-  ~StagingDir() {
-    std::error_code ec;
-    if (!installed_) fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
-  // Replaces the target with this directory (the old one is renamed away first, then removed).
-  void install() {
-    std::error_code ec;
-    std::string old;
-    if (fs::exists(target_, ec)) {
-      old = temporary_path_for(target_ + ".old");
-      commit_rename(target_, old);
-    }
-    commit_rename(path_, target_);
-    installed_ = true;
-    if (!old.empty()) fs::remove_all(old, ec);
-  }
-
- private:
-  std::string target_, path_;
-  bool installed_ = false;
-};
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 }  // namespace
-
-std::string prepare_key(const config::Recipe& recipe) {
-  return key_of(recipe, list_corpus_files(recipe.data.corpus, recipe.data.format));
-}
 
 PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
   const auto start = std::chrono::steady_clock::now();
@@ -190,7 +149,7 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
     }
   }
   check_replaceable(out);
-  StagingDir staging(out);
+  StagedDirectory staging(out);
   PrepareSummary summary;
   summary.key = key;
   summary.dir = out;

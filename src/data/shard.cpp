@@ -1,6 +1,7 @@
 #include "linformer/data/shard.h"
 
 #include "linformer/core/check.h"
+#include "linformer/core/checksum.h"
 #include "linformer/core/fs.h"
 
 #include <fcntl.h>
@@ -22,20 +23,10 @@ uint64_t expected_file_bytes(const ShardHeader& h) {
   return padded_to_8(sizeof(ShardHeader) + h.token_count * h.token_bytes) + 8 * (h.document_count + 1);
 }
 
-// crc32 over a large buffer (zlib takes 32-bit lengths).
-uint32_t crc32_of(uint32_t crc, const unsigned char* p, uint64_t n) {
-  while (n > 0) {
-    const uInt chunk = static_cast<uInt>(std::min<uint64_t>(n, 1u << 30));
-    crc = static_cast<uint32_t>(crc32(crc, p, chunk));
-    p += chunk;
-    n -= chunk;
-  }
-  return crc;
-}
 
 uint32_t header_crc(ShardHeader h) {
   h.checksum = 0;
-  return crc32_of(0, reinterpret_cast<const unsigned char*>(&h), sizeof h);
+  return crc32_update(0, reinterpret_cast<const unsigned char*>(&h), sizeof h);
 }
 
 }  // namespace
@@ -66,7 +57,7 @@ void ShardWriter::write(const void* data, size_t bytes) {
   if (bytes == 0) return;
   if (std::fwrite(data, 1, bytes, file_) != bytes)
     LF_FAIL("cannot write shard '{}': {}", tmp_path_, std::strerror(errno));
-  body_crc_ = crc32_of(body_crc_, static_cast<const unsigned char*>(data), bytes);
+  body_crc_ = crc32_update(body_crc_, static_cast<const unsigned char*>(data), bytes);
   written_ += bytes;
 }
 
@@ -166,7 +157,7 @@ Shard Shard::open(const std::string& path, bool verify) {
 }
 
 void Shard::verify_checksum() const {
-  const uint32_t body = crc32_of(0, base_ + sizeof(ShardHeader), size_ - sizeof(ShardHeader));
+  const uint32_t body = crc32_update(0, base_ + sizeof(ShardHeader), size_ - sizeof(ShardHeader));
   const uint32_t computed =
       static_cast<uint32_t>(crc32_combine(header_crc(header_), body, static_cast<z_off_t>(size_ - sizeof(ShardHeader))));
   if (computed != header_.checksum)

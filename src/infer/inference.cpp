@@ -63,9 +63,9 @@ Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked
   return l;
 }
 
-EvalResult evaluate_shard(Loaded& l, const data::Shard& shard, int batch_size, int64_t max_batches,
+EvalResult evaluate_tokens(Loaded& l, const data::TokenStream& tokens, int batch_size, int64_t max_batches,
                           const data::UnigramModel* unigram) {
-  const data::TokenBlocks blocks(shard, l.model->spec().seq_len, l.recipe.data.break_mode);
+  const data::TokenBlocks blocks(tokens, l.model->spec().seq_len, l.recipe.data.break_mode);
   const data::Masker masker(data::validation_masking(l.recipe), l.model->spec().vocab_size, l.tokenizer.word_starts(),
                             static_cast<uint64_t>(l.recipe.seed));
   data::Batcher batcher(blocks, masker, data::evaluation_options(batch_size, static_cast<uint64_t>(l.recipe.seed)));
@@ -108,43 +108,29 @@ EvalReport run_eval(const EvalOptions& options) {
       LF_FAIL("the prepared data in '{}' was tokenised with another vocabulary than checkpoint {}",
               l.recipe.data.prepared_dir, options.checkpoint);
     const data::UnigramModel unigram(prepared.train);
-    report.result = evaluate_shard(l, prepared.shard(options.split == "valid" ? data::Split::valid : data::Split::test),
-                                   batch_size, options.max_batches, &unigram);
+    report.result = evaluate_tokens(l, prepared.shard(options.split == "valid" ? data::Split::valid : data::Split::test),
+                                    batch_size, options.max_batches, &unigram);
     report.has_unigram = true;
     report.source = fmt::format("the {} split of {}", options.split, l.recipe.data.prepared_dir);
     return report;
   }
-  // Raw text: read, tokenise and encode like prepare does, into a temporary shard.
+  // Raw text: read, tokenise and encode like prepare does, in memory.
   data::CorpusOptions corpus;
   corpus.inputs = options.text_files;
   data::CorpusReader reader(corpus);
-  const std::string tmp_dir = temporary_path_for((fs::temp_directory_path() / "linformer_eval").string());
-  fs::create_directories(tmp_dir);
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  } cleanup{tmp_dir};
-  const std::string shard_path = (fs::path(tmp_dir) / "text.bin").string();
-  {
-    data::ShardWriter writer(shard_path, l.tokenizer.vocab_size(), l.tokenizer.hash());
-    std::vector<data::Document> docs(1);
-    std::vector<std::vector<int32_t>> ids;
-    while (reader.next(docs[0])) {
-      data::encode_documents(l.tokenizer, docs, ids);
-      writer.add_document(ids[0]);
-    }
-    if (writer.document_count() == 0) LF_FAIL("no text in {}", join(options.text_files));
-    writer.finish();
+  data::EncodedText text;
+  std::vector<data::Document> docs(1);
+  std::vector<std::vector<int32_t>> ids;
+  while (reader.next(docs[0])) {
+    data::encode_documents(l.tokenizer, docs, ids);
+    text.add_document(ids[0]);
   }
-  const data::Shard shard = data::Shard::open(shard_path);
+  if (text.document_count() == 0) LF_FAIL("no text in {}", join(options.text_files));
   const auto unigram = unigram_of_prepared(l);
-  report.result = evaluate_shard(l, shard, batch_size, options.max_batches, unigram.get());
+  report.result = evaluate_tokens(l, text, batch_size, options.max_batches, unigram.get());
   report.has_unigram = unigram != nullptr;
-  report.source = fmt::format("{} ({} documents, {} tokens)", join(options.text_files),
-                              shard.document_count(), shard.token_count());
+  report.source = fmt::format("{} ({} documents, {} tokens)", join(options.text_files), text.document_count(),
+                              text.token_count());
   return report;
 }
 

@@ -1,7 +1,9 @@
 #include "linformer/train/checkpoint.h"
 
 #include "linformer/core/check.h"
+#include "linformer/core/checksum.h"
 #include "linformer/core/fs.h"
+#include "linformer/core/staged_dir.h"
 #include "linformer/nn/safetensors.h"
 #include "linformer/nn/weights_file.h"
 
@@ -49,15 +51,6 @@ void from_json(const nlohmann::json& j, TrainingState& s) {
 
 namespace {
 
-std::string crc32_of(const std::string& bytes) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  // zlib's length is a uInt: feed large files in pieces.
-  for (size_t i = 0; i < bytes.size(); i += 1u << 30) {
-    const size_t len = std::min<size_t>(bytes.size() - i, 1u << 30);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + i), static_cast<uInt>(len));
-  }
-  return fmt::format("{:08x}", crc);
-}
 
 void save_moments(const std::string& path, const Parameters& params, const AdamW& optimizer) {
   std::vector<safetensors::TensorToWrite> tensors;
@@ -93,26 +86,14 @@ void load_moments(const std::string& path, const Parameters& params, AdamW& opti
   optimizer.set_steps(std::stoll(steps->second));
 }
 
-void fsync_path(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
 }  // namespace
 
 std::string write_checkpoint(const std::string& checkpoints_dir, const Parameters& params, const AdamW& optimizer,
                              const TrainingState& state, const std::string& resolved_recipe,
                              const std::string& tokenizer_model) {
   const std::string final_path = (fs::path(checkpoints_dir) / fmt::format("checkpoint_{:08d}", state.update)).string();
-  const std::string tmp = fmt::format("{}.tmp.{}", final_path, ::getpid());
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  if (ec) LF_FAIL("cannot create checkpoint directory '{}': {}", tmp, ec.message());
-
+  StagedDirectory staged(final_path);
+  const std::string tmp = staged.path();
   const std::string model = (fs::path(tmp) / "model.safetensors").string();
   const std::string moments = (fs::path(tmp) / "optimizer.safetensors").string();
   save_weights(model, params);
@@ -121,7 +102,7 @@ std::string write_checkpoint(const std::string& checkpoints_dir, const Parameter
   write_file_atomic((fs::path(tmp) / "recipe.toml").string(), resolved_recipe);
   nlohmann::json files = nlohmann::json::object();
   for (const char* name : {"model.safetensors", "optimizer.safetensors", "tokenizer.model", "recipe.toml"})
-    files[name] = crc32_of(read_file((fs::path(tmp) / name).string()));
+    files[name] = crc32_hex(read_file((fs::path(tmp) / name).string()));
   nlohmann::json meta = {{"format", "linformer-checkpoint"},
                          {"format_version", kCheckpointFormatVersion},
                          {"state", state},
@@ -129,9 +110,7 @@ std::string write_checkpoint(const std::string& checkpoints_dir, const Parameter
                          {"files", files}};
   write_file_atomic((fs::path(tmp) / "state.json").string(), meta.dump(2) + "\n");
   write_file_atomic((fs::path(tmp) / "DONE").string(), "complete\n");
-  fsync_path(tmp);
-  fs::remove_all(final_path, ec);  // a stale checkpoint of the same update (a replayed run)
-  commit_rename(tmp, final_path);
+  staged.install();  // replaces a stale checkpoint of the same update (a replayed run)
   return final_path;
 }
 
@@ -156,7 +135,7 @@ void verify_checkpoint(const std::string& path) {
   const nlohmann::json meta = read_meta(path);
   for (const auto& [file, crc] : meta.at("files").items()) {
     const std::string full = (fs::path(path) / file).string();
-    const std::string actual = crc32_of(read_file(full));
+    const std::string actual = crc32_hex(read_file(full));
     if (actual != crc.get<std::string>())
       LF_FAIL("{}: checksum mismatch (crc32 {} stored, {} found): the file is corrupt", full, crc.get<std::string>(),
               actual);

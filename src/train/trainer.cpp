@@ -78,6 +78,7 @@ TrainSummary summary_of(std::string run_dir, int64_t updates, const EvalResult& 
 // run_schedule.h, interval_meter.h, validator.h, resume_plan.h) so that fine-tuning and
 // data-parallel training can reuse them.
 TrainSummary run_training(const TrainOptions& options) {
+  install_stop_handlers();  // first: a signal during set-up also ends with a checkpoint, not a kill
   const config::Recipe recipe = config::load_recipe(options.recipe_path, options.overrides);
   const std::string resolved = config::dump_recipe(recipe);
   const std::string run_dir = options.run_dir.empty() ? default_run_dir(recipe) : options.run_dir;
@@ -99,7 +100,6 @@ TrainSummary run_training(const TrainOptions& options) {
   spdlog::info("model: {} parameters ({:.1f} MB), activations {:.1f} MB; train {} blocks ({} batches/epoch), valid {} blocks",
                model.params().count(), model.params().values().layout().bytes() / 1e6, model.activation_bytes() / 1e6,
                data->train_blocks->size(), data->train->batches_per_epoch(), data->valid_blocks->size());
-  install_stop_handlers();
 
   const RunSchedule schedule(recipe);
   Validator validator(model, *data, recipe, metrics);

@@ -17,6 +17,9 @@ std::string read_file(const std::string& path);
 // A temporary name beside `path` that no other process uses ("path.tmp.<pid>.<n>").
 std::string temporary_path_for(const std::string& path);
 
+// Fsyncs a file or directory (best effort: some file systems refuse to open directories).
+void fsync_path(const std::string& path);
+
 // Renames `from` to `to` and fsyncs `to`'s directory so the rename survives a crash.
 void commit_rename(const std::string& from, const std::string& to);
 

@@ -47,7 +47,6 @@ struct Batch {
   int rows = 0;                           // B
   int seq_len = 0;                        // n
   std::vector<int32_t> input;             // (B, n) ids after masking; <s> first, <pad> after each row's length
-  std::vector<uint8_t> padding_mask;      // (B, n) 1 at <pad> positions, 0 elsewhere
   std::vector<int32_t> lengths;           // (B) tokens per row, <s> included
   std::vector<int64_t> target_positions;  // (M) flat index b·n + t of each prediction target, increasing
   std::vector<int32_t> target_ids;        // (M) the original id at that position
@@ -55,7 +54,6 @@ struct Batch {
   BatcherState state;                     // which batch this is
 
   TensorView<const int32_t> input_view() const { return {input.data(), Shape{rows, seq_len}}; }
-  TensorView<const uint8_t> padding_view() const { return {padding_mask.data(), Shape{rows, seq_len}}; }
   int64_t targets() const { return static_cast<int64_t>(target_ids.size()); }  // M
 };
 

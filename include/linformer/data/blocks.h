@@ -1,5 +1,6 @@
 #pragma once
-// Blocks of at most n tokens cut from a shard, like fairseq's TokenBlockDataset.
+// Blocks of at most n tokens cut from a token stream (a shard, or text encoded in memory),
+// like fairseq's TokenBlockDataset.
 //
 // Each block holds up to n - 1 consecutive tokens of the shard; a row of the
 // batch is <s> + the block + <pad> up to n. Sentences end with </s> (which stays
@@ -13,7 +14,7 @@
 // the last window may be followed by more sentences.
 
 #include "linformer/config/recipe.h"
-#include "linformer/data/shard.h"
+#include "linformer/data/token_stream.h"
 
 #include <cstdint>
 #include <vector>
@@ -21,7 +22,7 @@
 namespace linformer::data {
 
 struct Block {
-  uint64_t begin;   // first token in the shard
+  uint64_t begin;   // first token in the stream
   uint32_t length;  // tokens, 1 ≤ length ≤ n - 1
 };
 
@@ -33,19 +34,18 @@ std::vector<Block> cut_blocks(uint64_t token_count, const std::vector<uint64_t>&
 
 class TokenBlocks {
  public:
-  // Scans the shard once for sentence ends (</s>) and document ends.
-  TokenBlocks(const Shard& shard, int seq_len, config::BreakMode mode);
+  // Scans the stream once for sentence ends (</s>) and document ends; keeps a reference to it.
+  TokenBlocks(const TokenStream& tokens, int seq_len, config::BreakMode mode);
 
   int64_t size() const { return static_cast<int64_t>(blocks_.size()); }
   int seq_len() const { return seq_len_; }
   const Block& block(int64_t i) const { return blocks_[static_cast<size_t>(i)]; }
-  const Shard& shard() const { return *shard_; }
 
   // Writes row i: <s>, the block's tokens, <pad> up to n; returns its length (<s> included). out: (n).
   int fill_row(int64_t i, int32_t* out) const;
 
  private:
-  const Shard* shard_;
+  const TokenStream* tokens_;
   int seq_len_;
   std::vector<Block> blocks_;
 };

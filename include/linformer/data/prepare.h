@@ -43,7 +43,4 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force);
 // Logs the summary: documents, tokens, unknown-token rate, bytes, time, MB/s.
 void log_prepare_summary(const PrepareSummary& summary);
 
-// The cache key of a recipe's data preparation (lists the corpus files; reads none).
-std::string prepare_key(const config::Recipe& recipe);
-
 }  // namespace linformer::data

@@ -12,6 +12,8 @@
 // A ShardWriter writes to a temporary name and renames it only when complete, so an
 // interrupted writer never leaves a file that looks like a shard.
 
+#include "linformer/data/token_stream.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -71,7 +73,7 @@ class ShardWriter {
   bool finished_ = false;
 };
 
-class Shard {
+class Shard final : public TokenStream {
  public:
   // Maps `path` and checks its header, size and index; with verify_checksum also the crc32
   // of every byte. Throws linformer::Error naming the file and what does not match.
@@ -82,19 +84,19 @@ class Shard {
   ~Shard();
 
   const std::string& path() const { return path_; }
-  uint64_t token_count() const { return header_.token_count; }
-  uint64_t document_count() const { return header_.document_count; }
+  uint64_t token_count() const override { return header_.token_count; }
+  uint64_t document_count() const override { return header_.document_count; }
   int vocab_size() const { return static_cast<int>(header_.vocab_size); }
   uint64_t vocab_hash() const { return header_.vocab_hash; }
   uint32_t token_bytes() const { return header_.token_bytes; }
 
-  int32_t token(uint64_t i) const {
+  int32_t token(uint64_t i) const override {
     return header_.token_bytes == 2 ? static_cast<int32_t>(tokens16()[i]) : static_cast<int32_t>(tokens32()[i]);
   }
   // Tokens [begin, end) converted to int32 into out[0, end - begin).
-  void copy(uint64_t begin, uint64_t end, int32_t* out) const;
-  uint64_t document_begin(uint64_t d) const { return offsets_[d]; }
-  uint64_t document_end(uint64_t d) const { return offsets_[d + 1]; }
+  void copy(uint64_t begin, uint64_t end, int32_t* out) const override;
+  uint64_t document_begin(uint64_t d) const override { return offsets_[d]; }
+  uint64_t document_end(uint64_t d) const override { return offsets_[d + 1]; }
 
   // Recomputes the crc32 of the file; throws if it differs from the header's.
   void verify_checksum() const;
