@@ -11,6 +11,8 @@ packages=(
   libspdlog-dev libfmt-dev
   libcli11-dev
   libgtest-dev libgmock-dev
+  clang libclang-rt-14-dev libomp-14-dev   # the sanitized build and libFuzzer (scripts/fuzz.sh); clang's OpenMP
+  llvm-14                           # llvm-symbolizer: file:line in sanitizer reports
   libtomlplusplus-dev
   nlohmann-json3-dev
   libbenchmark-dev

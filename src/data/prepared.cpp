@@ -19,14 +19,19 @@ PreparedData open_prepared(const std::string& dir, bool verify_checksums) {
     } catch (const nlohmann::json::exception& e) {
       LF_FAIL("meta.json is not valid JSON: {}", e.what());
     }
-    if (meta.value("format", "") != "linformer-prepared" || meta.value("version", 0) != kPreparedVersion)
+    // The fields read here, of any type or missing: a damaged meta.json is bad input like any other.
+    auto field = [&](const char* pointer) {
+      const nlohmann::json::json_pointer p(pointer);
+      return meta.contains(p) ? meta.at(p) : nlohmann::json();
+    };
+    if (field("/format") != "linformer-prepared" || field("/version") != kPreparedVersion)
       LF_FAIL("meta.json is not version {} prepared data: run `linformer prepare --force`", kPreparedVersion);
     Tokenizer tokenizer = Tokenizer::load((fs::path(dir) / "spm.model").string());
     const std::string hash = fmt::format("{:016x}", tokenizer.hash());
-    if (meta.at("tokenizer").value("hash", "") != hash) LF_FAIL("spm.model does not match meta.json");
+    if (field("/tokenizer/hash") != hash) LF_FAIL("spm.model does not match meta.json");
     auto open = [&](Split s) {
       Shard shard = Shard::open((fs::path(dir) / (std::string(split_name(s)) + ".bin")).string(), verify_checksums);
-      if (shard.vocab_hash() != tokenizer.hash())
+      if (shard.vocab_hash() != tokenizer.hash() || shard.vocab_size() != tokenizer.vocab_size())
         LF_FAIL("{} was encoded with another vocabulary than spm.model", shard.path());
       return shard;
     };

@@ -10,8 +10,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 namespace linformer::data {
 
@@ -141,9 +143,15 @@ Shard Shard::open(const std::string& path, bool verify) {
     LF_FAIL("shard '{}' has format version {}, this build reads version {}: run linformer prepare --force", path,
             h.version, kShardVersion);
   if (h.token_bytes != 2 && h.token_bytes != 4) LF_FAIL("shard '{}': invalid token width {}", path, h.token_bytes);
+  if (h.vocab_size == 0 || h.vocab_size > static_cast<uint32_t>(std::numeric_limits<int>::max()))
+    LF_FAIL("shard '{}': invalid vocabulary size {}", path, h.vocab_size);
   if (h.token_bytes != token_bytes_for(static_cast<int>(h.vocab_size)))
     LF_FAIL("shard '{}': token width {} does not match the vocabulary size {}", path, h.token_bytes, h.vocab_size);
-  if (h.file_bytes != s.size_ || expected_file_bytes(h) != s.size_)
+  // The counts are bounded by the file's size before any arithmetic on them: T·w or 8·(D + 1)
+  // could otherwise wrap around and describe a file of the right size.
+  const uint64_t room = s.size_ - sizeof(ShardHeader);
+  if (h.token_count > room / h.token_bytes || h.document_count >= room / 8 || h.file_bytes != s.size_ ||
+      expected_file_bytes(h) != s.size_)
     LF_FAIL("shard '{}' is {} bytes but its header describes {} (header says {}): truncated or corrupt", path,
             s.size_, expected_file_bytes(h), h.file_bytes);
   if (verify) s.verify_checksum();
@@ -153,6 +161,19 @@ Shard Shard::open(const std::string& path, bool verify) {
     LF_FAIL("shard '{}': the document index does not cover the {} tokens", path, h.token_count);
   for (uint64_t d = 0; d < h.document_count; ++d)
     if (s.offsets_[d] > s.offsets_[d + 1]) LF_FAIL("shard '{}': document offsets decrease at document {}", path, d);
+  // Readers index per-token tables with the ids (embeddings, unigram counts), and without the
+  // checksum nothing else would catch a damaged id: one pass over the tokens.
+  uint32_t max_id = 0;
+  if (h.token_bytes == 2) {
+    const uint16_t* t = s.tokens16();
+    for (uint64_t i = 0; i < h.token_count; ++i) max_id = std::max<uint32_t>(max_id, t[i]);
+  } else {
+    const uint32_t* t = s.tokens32();
+    for (uint64_t i = 0; i < h.token_count; ++i) max_id = std::max(max_id, t[i]);
+  }
+  if (h.token_count > 0 && max_id >= h.vocab_size)
+    LF_FAIL("shard '{}' is corrupt: token id {} is outside its vocabulary of {}; re-run linformer prepare --force",
+            path, max_id, h.vocab_size);
   return s;
 }
 

@@ -65,11 +65,10 @@ void from_json(const nlohmann::json& j, ModelSpec& s) {
   std::vector<std::string> errors = config::section_from_json(j, static_cast<config::ModelConfig&>(s), "model");
   for (const char* key : {"seq_len", "vocab_size", "layers", "d_model", "heads", "ffn_dim"})
     if (!j.contains(key)) errors.push_back(fmt::format("model.{} is missing", key));
-  try {
-    s.seq_len = j.value("seq_len", 0);
-    s.vocab_size = j.value("vocab_size", 0);
-  } catch (const nlohmann::json::exception& e) {
-    errors.push_back(fmt::format("model sizes: {}", e.what()));
+  for (auto [key, size] : {std::pair{"seq_len", &s.seq_len}, std::pair{"vocab_size", &s.vocab_size}}) {
+    if (!j.contains(key)) continue;
+    if (config::json_holds<int>(j.at(key))) *size = j.at(key).get<int>();
+    else errors.push_back(fmt::format("model.{} = {} is not an integer", key, j.at(key).dump()));
   }
   resolve_k(s);
   if (!errors.empty()) {

@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace linformer::safetensors {
 
@@ -30,6 +32,8 @@ const char* dtype_name(DType dtype) {
 }
 
 int64_t TensorInfo::numel() const {
+  // An empty extent first: the other extents of an empty tensor may multiply past int64.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
@@ -40,6 +44,17 @@ DType parse_dtype(const std::string& text, const std::string& where) {
   for (DType d : {DType::F32, DType::F64, DType::I32, DType::I64})
     if (text == dtype_name(d)) return d;
   LF_FAIL("{}: dtype '{}' is not supported (F32, F64, I32 or I64)", where, text);
+}
+// A JSON array of non-negative integers: nlohmann's get<int64_t>() would also take a float (2.5,
+// 1e30) and convert it with a cast, which truncates or, out of range, is undefined.
+std::vector<uint64_t> counts(const nlohmann::json& array, const std::string& where, const char* what) {
+  if (!array.is_array()) LF_FAIL("{}: {} is not an array", where, what);
+  std::vector<uint64_t> out;
+  for (const auto& v : array) {
+    if (!v.is_number_unsigned()) LF_FAIL("{}: {} holds {}, not a non-negative integer", where, what, v.dump());
+    out.push_back(v.get<uint64_t>());
+  }
+  return out;
 }
 }  // namespace
 
@@ -75,13 +90,25 @@ File File::read(const std::string& path) {
     try {
       TensorInfo info;
       info.dtype = parse_dtype(value.at("dtype").get<std::string>(), where);
-      info.shape = value.at("shape").get<std::vector<int64_t>>();
-      const auto offsets = value.at("data_offsets").get<std::vector<size_t>>();
+      for (uint64_t d : counts(value.at("shape"), where, "shape")) {
+        if (d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) LF_FAIL("{}: extent {} in shape", where, d);
+        info.shape.push_back(static_cast<int64_t>(d));
+      }
+      const auto offsets = counts(value.at("data_offsets"), where, "data_offsets");
       if (offsets.size() != 2) LF_FAIL("{}: data_offsets must have two entries", where);
       info.begin = offsets[0];
       info.end = offsets[1];
-      for (int64_t d : info.shape)
-        if (d < 0) LF_FAIL("{}: negative extent in shape", where);
+      // The shape's values must fit in the data before they are counted: a product of extents
+      // could overflow int64, or wrap to the right byte count once multiplied by the dtype's size.
+      if (std::find(info.shape.begin(), info.shape.end(), 0) == info.shape.end()) {
+        const uint64_t fit = data_size / dtype_size(info.dtype);
+        uint64_t values = 1;
+        for (int64_t d : info.shape) {
+          if (static_cast<uint64_t>(d) > fit / values)
+            LF_FAIL("{}: shape holds more values than the {} bytes of data", where, data_size);
+          values *= static_cast<uint64_t>(d);
+        }
+      }
       if (info.begin > info.end || info.end > data_size)
         LF_FAIL("{}: data_offsets [{}, {}] outside the {} bytes of data", where, info.begin, info.end, data_size);
       if (info.end - info.begin != static_cast<size_t>(info.numel()) * dtype_size(info.dtype))

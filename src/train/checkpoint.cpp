@@ -33,7 +33,21 @@ void to_json(nlohmann::json& j, const TrainingState& s) {
        // JSON has no infinity: no validation yet is written as null.
        {"best_valid_loss", std::isfinite(s.best_valid_loss) ? nlohmann::json(s.best_valid_loss) : nlohmann::json()},
        {"best_update", s.best_update},
-       {"validations_since_best", s.validations_since_best}};
+       {"validations_since_best", s.validations_since_best},
+       {"interval",
+        {{"loss_sum", s.interval.loss_sum},
+         {"masked", s.interval.masked},
+         {"correct", s.interval.correct},
+         {"tokens", s.interval.tokens},
+         {"updates", s.interval.updates}}}};
+  if (s.data.known()) {
+    nlohmann::json order = nlohmann::json::object();
+    for (const auto& [key, value] : s.data.order_keys) order[key] = value;
+    j["data"] = {{"tokenizer_hash", s.data.tokenizer_hash},
+                 {"train_checksum", s.data.train_checksum},
+                 {"train_tokens", s.data.train_tokens},
+                 {"order", order}};
+  }
 }
 
 void from_json(const nlohmann::json& j, TrainingState& s) {
@@ -47,10 +61,25 @@ void from_json(const nlohmann::json& j, TrainingState& s) {
                                                         : j.at("best_valid_loss").get<double>();
   s.best_update = j.at("best_update").get<int64_t>();
   s.validations_since_best = j.at("validations_since_best").get<int>();
+  if (j.contains("interval")) {  // older checkpoints: none in progress
+    const auto& i = j.at("interval");
+    s.interval = {i.at("loss_sum").get<double>(), i.at("masked").get<int64_t>(), i.at("correct").get<int64_t>(),
+                  i.at("tokens").get<int64_t>(), i.at("updates").get<int64_t>()};
+  }
+  if (j.contains("data")) {
+    const auto& d = j.at("data");
+    s.data.tokenizer_hash = d.at("tokenizer_hash").get<std::string>();
+    s.data.train_checksum = d.at("train_checksum").get<std::string>();
+    s.data.train_tokens = d.at("train_tokens").get<uint64_t>();
+    for (const auto& [key, value] : d.at("order").items()) s.data.order_keys.emplace_back(key, value.get<std::string>());
+  }
 }
 
 namespace {
 
+// The files of a checkpoint that state.json checksums.
+constexpr const char* kCheckpointFiles[] = {"model.safetensors", "optimizer.safetensors", "tokenizer.model",
+                                            "recipe.toml"};
 
 void save_moments(const std::string& path, const Parameters& params, const AdamW& optimizer) {
   std::vector<safetensors::TensorToWrite> tensors;
@@ -101,7 +130,7 @@ std::string write_checkpoint(const std::string& checkpoints_dir, const Parameter
   write_file_atomic((fs::path(tmp) / "tokenizer.model").string(), tokenizer_model);
   write_file_atomic((fs::path(tmp) / "recipe.toml").string(), resolved_recipe);
   nlohmann::json files = nlohmann::json::object();
-  for (const char* name : {"model.safetensors", "optimizer.safetensors", "tokenizer.model", "recipe.toml"})
+  for (const char* name : kCheckpointFiles)
     files[name] = crc32_hex(read_file((fs::path(tmp) / name).string()));
   nlohmann::json meta = {{"format", "linformer-checkpoint"},
                          {"format_version", kCheckpointFormatVersion},
@@ -123,7 +152,8 @@ nlohmann::json read_meta(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     LF_FAIL("{}/state.json: {}", path, e.what());
   }
-  if (meta.value("format", "") != "linformer-checkpoint") LF_FAIL("{}: not a linformer checkpoint", path);
+  if (!meta.is_object() || meta.value("format", "") != "linformer-checkpoint")
+    LF_FAIL("{}/state.json: not a linformer checkpoint's state", path);
   if (meta.value("format_version", 0) != kCheckpointFormatVersion)
     LF_FAIL("{}: checkpoint format version {} is not supported (expected {})", path, meta.value("format_version", 0),
             kCheckpointFormatVersion);
@@ -133,25 +163,34 @@ nlohmann::json read_meta(const std::string& path) {
 
 void verify_checkpoint(const std::string& path) {
   const nlohmann::json meta = read_meta(path);
-  for (const auto& [file, crc] : meta.at("files").items()) {
+  const auto files = meta.find("files");
+  for (const char* file : kCheckpointFiles) {
+    if (files == meta.end() || !files->is_object() || !files->contains(file) || !files->at(file).is_string())
+      LF_FAIL("{}/state.json: no checksum for {}", path, file);
+    const std::string stored = files->at(file).get<std::string>();
     const std::string full = (fs::path(path) / file).string();
+    if (!fs::exists(full)) LF_FAIL("{}: missing: the checkpoint is incomplete", full);
     const std::string actual = crc32_hex(read_file(full));
-    if (actual != crc.get<std::string>())
-      LF_FAIL("{}: checksum mismatch (crc32 {} stored, {} found): the file is corrupt", full, crc.get<std::string>(),
-              actual);
+    if (actual != stored)
+      LF_FAIL("{}: checksum mismatch (crc32 {} stored, {} found): the file is corrupt", full, stored, actual);
   }
 }
 
-TrainingState read_checkpoint(const std::string& path, Parameters& params, AdamW* optimizer) {
-  verify_checkpoint(path);
+TrainingState peek_checkpoint_state(const std::string& path) {
   const nlohmann::json meta = read_meta(path);
-  load_weights((fs::path(path) / "model.safetensors").string(), params);
-  if (optimizer) load_moments((fs::path(path) / "optimizer.safetensors").string(), params, *optimizer);
   try {
     return meta.at("state").get<TrainingState>();
   } catch (const nlohmann::json::exception& e) {
     LF_FAIL("{}/state.json: state: {}", path, e.what());
   }
+}
+
+TrainingState read_checkpoint(const std::string& path, Parameters& params, AdamW* optimizer) {
+  verify_checkpoint(path);
+  const TrainingState state = peek_checkpoint_state(path);
+  load_weights((fs::path(path) / "model.safetensors").string(), params);
+  if (optimizer) load_moments((fs::path(path) / "optimizer.safetensors").string(), params, *optimizer);
+  return state;
 }
 
 std::vector<CheckpointInfo> list_checkpoints(const std::string& checkpoints_dir) {
@@ -173,17 +212,22 @@ std::vector<CheckpointInfo> list_checkpoints(const std::string& checkpoints_dir)
 }
 
 RunCheckpoints::RunCheckpoints(std::string checkpoints_dir, const config::CheckpointConfig& keep,
-                               std::string resolved_recipe, std::string tokenizer_model)
+                               std::string resolved_recipe, std::string tokenizer_model, DataIdentity data)
     : dir_(std::move(checkpoints_dir)),
       keep_(keep),
       recipe_(std::move(resolved_recipe)),
-      tokenizer_(std::move(tokenizer_model)) {}
+      tokenizer_(std::move(tokenizer_model)),
+      data_(std::move(data)) {
+  for (const auto& name : remove_stale_temporaries(dir_))
+    spdlog::info("removed {}/{}: a checkpoint that an earlier process did not finish", dir_, name);
+}
 
 void RunCheckpoints::write(const Parameters& params, const AdamW& optimizer, TrainingState state,
                            const data::BatcherState& data, double elapsed_seconds) {
   state.epoch = data.epoch;
   state.position = data.position;
   state.elapsed_seconds = elapsed_seconds;
+  state.data = data_;
   last_path_ = write_checkpoint(dir_, params, optimizer, state, recipe_, tokenizer_);
   last_update_ = state.update;
   prune_checkpoints(dir_, keep_, state.best_update);

@@ -27,27 +27,30 @@ MetricsRow validation_row(const EvalResult& result, const TrainingState& state, 
 }
 
 void IntervalMeter::add(const UpdateResult& update) {
-  loss_sum_ += update.loss_sum;
-  masked_ += update.masked;
-  correct_ += update.correct;
-  tokens_ += update.tokens;
-  ++updates_;
+  sums_.loss_sum += update.loss_sum;
+  sums_.masked += update.masked;
+  sums_.correct += update.correct;
+  sums_.tokens += update.tokens;
+  ++sums_.updates;
+  timed_tokens_ += update.tokens;
+  ++timed_updates_;
   last_ = update;
 }
 
 double IntervalMeter::seconds_per_update() const {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  return updates_ ? seconds / static_cast<double>(updates_) : 0.0;
+  return timed_updates_ ? seconds / static_cast<double>(timed_updates_) : 0.0;
 }
 
 MetricsRow IntervalMeter::take_row(const TrainingState& state, uint64_t epoch, double elapsed_seconds) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   MetricsRow row = metrics_row("train", state, epoch, last_.lr, elapsed_seconds);
-  row.loss = masked_ ? loss_sum_ / static_cast<double>(masked_) : 0.0;
+  const double masked = static_cast<double>(sums_.masked);
+  row.loss = sums_.masked ? sums_.loss_sum / masked : 0.0;
   row.perplexity = std::exp(row.loss);
-  row.accuracy = masked_ ? static_cast<double>(correct_) / static_cast<double>(masked_) : 0.0;
+  row.accuracy = sums_.masked ? static_cast<double>(sums_.correct) / masked : 0.0;
   row.grad_norm = last_.grad_norm;
-  row.tokens_per_second = static_cast<double>(tokens_) / seconds;
+  row.tokens_per_second = static_cast<double>(timed_tokens_) / seconds;
   *this = IntervalMeter();
   return row;
 }

@@ -6,8 +6,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -58,17 +61,60 @@ void upgrade_csv_columns(const std::string& path) {
   write_file_atomic(path, out);
 }
 
-// Rewrites `path` keeping the lines for which keep(line) holds (the first `header_lines` always).
-template <class Keep>
-void keep_rows(const std::string& path, int header_lines, Keep keep) {
-  if (!std::filesystem::exists(path)) return;
-  std::istringstream in(read_file(path));
-  std::string line, out;
-  int index = 0;
-  while (std::getline(in, line)) {
-    if (index++ < header_lines || (!line.empty() && keep(line))) out += line + "\n";
+// The update of a row, or nothing when the line is not a whole row.
+std::optional<int64_t> csv_update(const std::string& line) {
+  const auto fields = split_csv_line(line);
+  const auto columns = split_csv_line(kCsvHeader);
+  if (fields.size() != columns.size()) return std::nullopt;
+  try {
+    size_t used = 0;
+    const int64_t update = std::stoll(fields[1], &used);
+    return used == fields[1].size() ? std::optional<int64_t>(update) : std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;
   }
-  write_file_atomic(path, out);
+}
+
+std::optional<int64_t> jsonl_update(const std::string& line) {
+  try {
+    const auto row = nlohmann::json::parse(line);
+    return row.at("update").get<int64_t>();
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Rewrites `path` keeping the rows with update ≤ keep_until (and the first `header_lines`).
+// A torn last line (a process killed while appending it) is dropped with a warning; any other
+// line that is not a row is an error naming the file and line.
+template <class UpdateOf>
+void keep_rows(const std::string& path, int header_lines, int64_t keep_until, UpdateOf update_of) {
+  if (!std::filesystem::exists(path)) return;
+  const std::string text = read_file(path);
+  std::istringstream in(text);
+  std::string line, out;
+  int number = 0;
+  bool changed = false;
+  while (std::getline(in, line)) {
+    ++number;
+    if (number <= header_lines) {
+      out += line + "\n";
+      continue;
+    }
+    if (line.empty()) continue;
+    const auto update = update_of(line);
+    if (!update) {
+      const bool last = in.peek() == std::char_traits<char>::eof();
+      if (!last) LF_FAIL("{}:{}: not a metrics row: '{}' (remove the line to continue the run)", path, number, line);
+      spdlog::warn("{}:{}: dropping a partial last row (the process that wrote it was stopped mid-write)", path,
+                   number);
+      changed = true;
+      continue;
+    }
+    if (*update <= keep_until) out += line + "\n";
+    else changed = true;
+  }
+  if (changed || out.size() != text.size()) write_file_atomic(path, out);
 }
 }  // namespace
 
@@ -76,32 +122,34 @@ MetricsLog::MetricsLog(const std::string& run_dir, int64_t keep_until)
     : csv_path_((std::filesystem::path(run_dir) / "metrics.csv").string()),
       jsonl_path_((std::filesystem::path(run_dir) / "metrics.jsonl").string()) {
   upgrade_csv_columns(csv_path_);
-  keep_rows(csv_path_, 1, [&](const std::string& line) {
-    const size_t a = line.find(','), b = line.find(',', a + 1);
-    return a != std::string::npos && std::stoll(line.substr(a + 1, b - a - 1)) <= keep_until;
-  });
-  keep_rows(jsonl_path_, 0, [&](const std::string& line) {
-    return nlohmann::json::parse(line).at("update").get<int64_t>() <= keep_until;
-  });
-  const bool new_csv = !std::filesystem::exists(csv_path_);
-  csv_.open(csv_path_, std::ios::app);
-  jsonl_.open(jsonl_path_, std::ios::app);
-  if (!csv_ || !jsonl_) LF_FAIL("cannot open the metrics files in '{}'", run_dir);
-  if (new_csv) csv_ << kCsvHeader << std::flush;
+  keep_rows(csv_path_, 1, keep_until, csv_update);
+  keep_rows(jsonl_path_, 0, keep_until, jsonl_update);
+  const bool new_csv = !std::filesystem::exists(csv_path_) || std::filesystem::file_size(csv_path_) == 0;
+  csv_ = AppendFile(csv_path_);
+  jsonl_ = AppendFile(jsonl_path_);
+  if (new_csv) csv_.append(kCsvHeader);
 }
 
 void MetricsLog::append(const MetricsRow& r) {
   const std::string unigram = r.unigram_perplexity > 0 ? fmt::format("{:.4f}", r.unigram_perplexity) : "";
-  csv_ << fmt::format("{},{},{},{},{:.6g},{:.6f},{:.4f},{:.6f},{:.6g},{},{:.1f},{:.2f}\n", r.kind, r.update, r.tokens,
-                      r.epoch, r.lr, r.loss, r.perplexity, r.accuracy, r.grad_norm, unigram, r.tokens_per_second,
-                      r.elapsed_seconds)
-       << std::flush;
+  const std::string csv_row =
+      fmt::format("{},{},{},{},{:.6g},{:.6f},{:.4f},{:.6f},{:.6g},{},{:.1f},{:.2f}\n", r.kind, r.update, r.tokens,
+                  r.epoch, r.lr, r.loss, r.perplexity, r.accuracy, r.grad_norm, unigram, r.tokens_per_second,
+                  r.elapsed_seconds);
   nlohmann::json j = {{"kind", r.kind},       {"update", r.update},         {"tokens", r.tokens},
                       {"epoch", r.epoch},     {"lr", r.lr},                 {"loss", r.loss},
                       {"perplexity", r.perplexity}, {"accuracy", r.accuracy}, {"grad_norm", r.grad_norm},
                       {"tokens_per_second", r.tokens_per_second}, {"elapsed_seconds", r.elapsed_seconds}};
   if (r.unigram_perplexity > 0) j["unigram_perplexity"] = r.unigram_perplexity;
-  jsonl_ << j.dump() << "\n" << std::flush;
+  // Both files get the row or neither does.
+  const uint64_t csv_before = csv_.size();
+  csv_.append(csv_row);
+  try {
+    jsonl_.append(j.dump() + "\n");
+  } catch (const Error&) {
+    csv_.truncate(csv_before);
+    throw;
+  }
 }
 
 }  // namespace linformer

@@ -1,6 +1,7 @@
 #include "linformer/train/resume_plan.h"
 
 #include "linformer/core/check.h"
+#include "linformer/data/tokenizer.h"
 #include "linformer/nn/weights_file.h"
 
 #include <fmt/format.h>
@@ -27,6 +28,33 @@ std::vector<std::string> differing_model_keys(const ModelSpec& a, const ModelSpe
   }
   return keys;
 }
+// The newest checkpoint whose files verify; says which ones it passed over and why.
+std::string newest_verified(const std::vector<CheckpointInfo>& checkpoints) {
+  std::string failures;
+  for (auto it = checkpoints.rbegin(); it != checkpoints.rend(); ++it) {
+    try {
+      verify_checkpoint(it->path);
+    } catch (const Error& e) {
+      spdlog::warn("--resume auto: passing over damaged checkpoint {}: {}", it->path, e.what());
+      failures += fmt::format("\n  {}", e.what());
+      continue;
+    }
+    if (it != checkpoints.rbegin())
+      spdlog::warn("--resume auto: resuming from {}, the newest checkpoint that verifies", it->path);
+    return it->path;
+  }
+  throw Error("--resume auto: no checkpoint verifies:" + failures);
+}
+
+// The recipe keys of a data identity that differ from another's.
+std::vector<std::string> differing_order_keys(const DataIdentity& stored, const DataIdentity& now) {
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : stored.order_keys)
+    for (const auto& [key_now, value_now] : now.order_keys)
+      if (key == key_now && value != value_now)
+        keys.push_back(fmt::format("{} ({} in the checkpoint, {} now)", key, value, value_now));
+  return keys;
+}
 }  // namespace
 
 ResumePlan plan_resume(const TrainOptions& options, const std::string& run_dir) {
@@ -35,9 +63,10 @@ ResumePlan plan_resume(const TrainOptions& options, const std::string& run_dir) 
   plan.reset_optimizer = options.reset_optimizer;
   plan.reset_schedule = options.reset_schedule;
   plan.reset_data = options.reset_data;
-  const bool has_checkpoints = !list_checkpoints(checkpoints_dir).empty();
+  const auto all = list_checkpoints(checkpoints_dir);
+  const bool has_checkpoints = !all.empty();
   if (options.resume == "auto") {
-    if (has_checkpoints) plan.checkpoint = list_checkpoints(checkpoints_dir).back().path;
+    if (has_checkpoints) plan.checkpoint = newest_verified(all);  // none: a fresh start
   } else if (!options.resume.empty()) {
     if (!fs::exists(fs::path(options.resume) / "DONE"))
       LF_FAIL("--resume {}: not a complete checkpoint directory (no DONE marker)", options.resume);
@@ -51,6 +80,34 @@ ResumePlan plan_resume(const TrainOptions& options, const std::string& run_dir) 
     LF_FAIL("run directory '{}' already has checkpoints: continue it with --resume auto, or choose another --run-dir",
             run_dir);
   return plan;
+}
+
+void check_resume_data(const ResumePlan& plan, const DataIdentity& now, const std::string& prepared_dir) {
+  if (!plan.resumes()) return;
+  // The vocabulary: the embeddings' rows mean these token ids, whatever else changes.
+  const auto stored_tokenizer = data::Tokenizer::load((fs::path(plan.checkpoint) / "tokenizer.model").string());
+  const std::string stored_hash = fmt::format("{:016x}", stored_tokenizer.hash());
+  if (stored_hash != now.tokenizer_hash)
+    LF_FAIL("cannot resume from {}: its tokenizer (tokenizer.model, hash {}) is not the one of the prepared data in "
+            "'{}' (spm.model, hash {}), so its embeddings would be read with another vocabulary's ids; resume with the "
+            "data.prepared_dir the run was trained on, or start a new run",
+            plan.checkpoint, stored_hash, prepared_dir, now.tokenizer_hash);
+  const DataIdentity stored = peek_checkpoint_state(plan.checkpoint).data;
+  if (!stored.known() || plan.reset_data) return;  // older checkpoints do not record it
+  std::vector<std::string> differences = differing_order_keys(stored, now);
+  if (stored.train_checksum != now.train_checksum || stored.train_tokens != now.train_tokens)
+    differences.insert(differences.begin(),
+                       fmt::format("the training split of '{}' ({} tokens, crc32 {}; the checkpoint's had {} tokens, "
+                                   "crc32 {})",
+                                   prepared_dir, now.train_tokens, now.train_checksum, stored.train_tokens,
+                                   stored.train_checksum));
+  if (differences.empty()) return;
+  std::string message = fmt::format(
+      "cannot resume from {}: its data position points into other data than this run's:", plan.checkpoint);
+  for (const auto& d : differences) message += "\n  " + d;
+  message += "\nresume with the data and settings the run was trained on, or add --reset-data to read this data from "
+             "its start";
+  throw Error(message);
 }
 
 TrainingState load_resume_point(const ResumePlan& plan, const ModelSpec& spec, Parameters& params,
@@ -68,7 +125,7 @@ TrainingState load_resume_point(const ResumePlan& plan, const ModelSpec& spec, P
   state = read_checkpoint(plan.checkpoint, params, &optimizer);
   if (plan.reset_optimizer) optimizer.reset();
   if (plan.reset_schedule) state.update = 0, state.best_valid_loss = INFINITY, state.validations_since_best = 0;
-  if (plan.reset_data) state.epoch = 0, state.position = 0;
+  if (plan.reset_data) state.epoch = 0, state.position = 0, state.interval = {};
   spdlog::info("resumed from {}: update {}, {} tokens, data at epoch {} batch {}", plan.checkpoint, state.update,
                state.tokens, state.epoch, state.position);
   return state;

@@ -16,7 +16,7 @@ bool RunSchedule::checkpoint_now(int64_t update, bool new_best) const {
   return (checkpoint_every_ > 0 && update % checkpoint_every_ == 0) || (new_best && recipe_.checkpoint.keep_best);
 }
 
-std::string RunSchedule::stop_reason(const TrainingState& state, double elapsed_seconds) const {
+std::string RunSchedule::finish_reason(const TrainingState& state, double elapsed_seconds) const {
   const config::TrainConfig& t = recipe_.train;
   if (t.max_updates > 0 && state.update >= t.max_updates)
     return fmt::format("reached train.max_updates = {}", t.max_updates);
@@ -25,8 +25,17 @@ std::string RunSchedule::stop_reason(const TrainingState& state, double elapsed_
     return fmt::format("reached train.max_minutes = {}", t.max_minutes);
   if (recipe_.validation.patience > 0 && state.validations_since_best >= recipe_.validation.patience)
     return fmt::format("early stopping: {} validations without improvement", recipe_.validation.patience);
-  if (stop_requested()) return fmt::format("received {}", stop_signal_name());
   return "";
+}
+
+std::string RunSchedule::stop_reason(const TrainingState& state, double elapsed_seconds) const {
+  std::string reason = finish_reason(state, elapsed_seconds);
+  if (reason.empty() && stop_requested()) reason = fmt::format("received {}", stop_signal_name());
+  return reason;
+}
+
+bool RunSchedule::interrupted(const TrainingState& state, double elapsed_seconds) const {
+  return stop_requested() && finish_reason(state, elapsed_seconds).empty();
 }
 
 }  // namespace linformer

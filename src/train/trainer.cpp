@@ -1,6 +1,7 @@
 #include "linformer/train/trainer.h"
 
 #include "linformer/config/recipe_loader.h"
+#include "linformer/core/file_lock.h"
 #include "linformer/core/fs.h"
 #include "linformer/core/logging.h"
 #include "linformer/core/signals.h"
@@ -36,17 +37,35 @@ std::string format_duration(double seconds) {
   return s >= 3600 ? fmt::format("{}h{:02d}m", s / 3600, (s % 3600) / 60) : fmt::format("{}m{:02d}s", s / 60, s % 60);
 }
 
-// Creates the run directory, logs into its train.log, writes the resolved recipe, and sets the
-// matmul precision (said in the log).
+// Logs into the run directory's train.log, removes what killed processes left half-written
+// there, writes the resolved recipe, and sets the matmul precision (said in the log).
 void start_run_directory(const std::string& run_dir, const config::Recipe& recipe, const std::string& resolved) {
-  fs::create_directories(run_dir);
   log_to_file((fs::path(run_dir) / "train.log").string());
+  for (const auto& name : remove_stale_temporaries(run_dir))
+    spdlog::info("removed {}/{}: a file that an earlier process did not finish writing", run_dir, name);
   write_file_atomic((fs::path(run_dir) / "recipe.toml").string(), resolved);
   spdlog::info("run directory {} (resolved recipe in recipe.toml), {} threads", run_dir, omp_get_max_threads());
   const bool want_bf16 = recipe.train.precision == config::Precision::bf16;
   const MatmulPrecision precision = select_matmul_precision(want_bf16);
   if (want_bf16 && !precision.bf16) spdlog::warn("{}", precision.note);
   else spdlog::info("precision: {}", precision.note);
+}
+
+// `word` quoted for a POSIX shell when it needs it.
+std::string shell_quoted(const std::string& word) {
+  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") ==
+                           std::string::npos)
+    return word;
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// The command that continues this run, with every --set of this one.
+std::string resume_command(const TrainOptions& options, const std::string& run_dir) {
+  std::string command = "linformer train --recipe " + shell_quoted(options.recipe_path);
+  for (const auto& o : options.overrides) command += " --set " + shell_quoted(o);
+  return command + " --run-dir " + shell_quoted(run_dir) + " --resume auto";
 }
 
 void log_train_row(const MetricsRow& row, int64_t max_updates, double seconds_per_update) {
@@ -70,23 +89,16 @@ TrainSummary summary_of(std::string run_dir, int64_t updates, const EvalResult& 
   return s;
 }
 
-}  // namespace
-
-// The run: set-up (recipe, resume plan, run directory, data, model, optimizer, state), then the
-// loop of updates with logging, validation, checkpoints and stopping as the schedule says, then
-// a last validation and checkpoint. The parts live in their own files (update_step.h,
+// The run in a locked, started run directory: data, model, optimizer and state, then the loop
+// of updates with logging, validation, checkpoints and stopping as the schedule says, then a
+// last validation and checkpoint. The parts live in their own files (update_step.h,
 // run_schedule.h, interval_meter.h, validator.h, resume_plan.h) so that fine-tuning and
 // data-parallel training can reuse them.
-TrainSummary run_training(const TrainOptions& options) {
-  install_stop_handlers();  // first: a signal during set-up also ends with a checkpoint, not a kill
-  const config::Recipe recipe = config::load_recipe(options.recipe_path, options.overrides);
-  const std::string resolved = config::dump_recipe(recipe);
-  const std::string run_dir = options.run_dir.empty() ? default_run_dir(recipe) : options.run_dir;
-  if (recipe.threads > 0) omp_set_num_threads(recipe.threads);
-  const ResumePlan plan = plan_resume(options, run_dir);  // refuses before anything is written
-  start_run_directory(run_dir, recipe, resolved);
-
+TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, const std::string& resolved,
+                      const ResumePlan& plan, const TrainOptions& options) {
   const auto data = open_training_data(recipe, options.recipe_path);
+  const DataIdentity identity = data_identity(*data, recipe);
+  check_resume_data(plan, identity, recipe.data.prepared_dir);
   const ModelSpec spec = ModelSpec::from_recipe(recipe);
   const int64_t B = recipe.train.batch_size, n = recipe.data.seq_len;
   MlmModel model(spec, B,
@@ -95,6 +107,7 @@ TrainSummary run_training(const TrainOptions& options) {
   model.params().initialize(static_cast<uint64_t>(recipe.seed));
   AdamW optimizer(model.params(), recipe.optim);
   TrainingState state = load_resume_point(plan, spec, model.params(), optimizer);
+  const int64_t start_update = state.update;
   data->train->set_state({state.epoch, state.position});
   MetricsLog metrics(run_dir, state.update);
   spdlog::info("model: {} parameters ({:.1f} MB), activations {:.1f} MB; train {} blocks ({} batches/epoch), valid {} blocks",
@@ -104,11 +117,26 @@ TrainSummary run_training(const TrainOptions& options) {
   const RunSchedule schedule(recipe);
   Validator validator(model, *data, recipe, metrics);
   RunCheckpoints checkpoints((fs::path(run_dir) / "checkpoints").string(), recipe.checkpoint, resolved,
-                             data->prepared.tokenizer.serialized());
+                             data->prepared.tokenizer.serialized(), identity);
   UpdateStep step(model, optimizer, *data->train, recipe);
-  IntervalMeter meter;
+  IntervalMeter meter(state.interval);
   const RunClock clock(state.elapsed_seconds);
-  auto save = [&] { checkpoints.write(model.params(), optimizer, state, data->train->state(), clock.elapsed()); };
+  auto save = [&] {
+    TrainingState saved = state;
+    saved.interval = meter.sums();
+    checkpoints.write(model.params(), optimizer, saved, data->train->state(), clock.elapsed());
+  };
+  // A checkpoint within the run: by recipe, a failed write may be skipped (tried again at the next).
+  auto save_periodic = [&] {
+    if (recipe.checkpoint.on_write_error == config::WriteErrorPolicy::stop) return save();
+    try {
+      save();
+    } catch (const Error& e) {
+      spdlog::error("checkpoint at update {} not written ({}); training goes on (checkpoint.on_write_error = "
+                    "\"skip\"), the next one is tried as scheduled",
+                    state.update, e.what());
+    }
+  };
 
   std::string reason = schedule.stop_reason(state, clock.elapsed());
   if (plan.resumes() && !reason.empty() && !stop_requested()) {
@@ -126,19 +154,26 @@ TrainSummary run_training(const TrainOptions& options) {
       log_train_row(row, recipe.train.max_updates, seconds_per_update);
     }
     const bool best = schedule.validate_now(state.update) && validator.run(state, clock.elapsed());
-    if (schedule.checkpoint_now(state.update, best)) save();
+    if (schedule.checkpoint_now(state.update, best)) save_periodic();
     reason = schedule.stop_reason(state, clock.elapsed());
   }
 
-  // The end: a last validation and checkpoint unless this update just had them.
+  // The end: a finished run gets a last validation and checkpoint unless this update just had
+  // them. An interrupted one only a checkpoint: validating there would add a row and a patience
+  // count that the uninterrupted run never has, so the resumed run could not continue exactly.
+  const bool interrupted = schedule.interrupted(state, clock.elapsed());
   spdlog::info("stopping at update {}: {}", state.update, reason);
-  if (validator.last_update() != state.update) validator.run(state, clock.elapsed());
-  if (checkpoints.last_update() != state.update) save();
-  TrainSummary summary = summary_of(run_dir, state.update, validator.last(), checkpoints.last_path());
-  summary.interrupted = stop_requested();
-  if (summary.interrupted)
-    spdlog::warn("interrupted by {}; continue with: linformer train --recipe {} --run-dir {} --resume auto",
-                 stop_signal_name(), options.recipe_path, run_dir);
+  if (!interrupted && validator.last_update() != state.update) validator.run(state, clock.elapsed());
+  const bool nothing_new = plan.resumes() && state.update == start_update;
+  if (checkpoints.last_update() != state.update && !nothing_new) save();
+  const std::string last_checkpoint = checkpoints.last_update() >= 0 ? checkpoints.last_path() : plan.checkpoint;
+  TrainSummary summary = summary_of(run_dir, state.update, validator.last(), last_checkpoint);
+  summary.interrupted = interrupted;
+  if (interrupted) {
+    spdlog::warn("interrupted by {} at update {}; continue with: {}", stop_signal_name(), state.update,
+                 resume_command(options, run_dir));
+    return summary;
+  }
   spdlog::info("validation perplexity {:.2f} (loss {:.4f}, accuracy {:.4f}; {:.3f} × the unigram baseline's {:.2f}) "
                "after {} updates",
                summary.valid_perplexity, summary.valid_loss, summary.valid_accuracy,
@@ -147,6 +182,28 @@ TrainSummary run_training(const TrainOptions& options) {
   spdlog::info("metrics: {} and {}; plot with: python3 scripts/plot_curves.py {} --out {}/curves", metrics.csv_path(),
                metrics.jsonl_path(), run_dir, run_dir);
   return summary;
+}
+
+}  // namespace
+
+TrainSummary run_training(const TrainOptions& options) {
+  install_stop_handlers();  // first: a signal during set-up also ends with a checkpoint, not a kill
+  const config::Recipe recipe = config::load_recipe(options.recipe_path, options.overrides);
+  const std::string resolved = config::dump_recipe(recipe);
+  const std::string run_dir = options.run_dir.empty() ? default_run_dir(recipe) : options.run_dir;
+  if (recipe.threads > 0) omp_set_num_threads(recipe.threads);
+  create_directories_or_fail(run_dir);
+  const FileLock lock((fs::path(run_dir) / "run.lock").string(), fmt::format("run directory '{}'", run_dir));
+  const ResumePlan plan = plan_resume(options, run_dir);  // refuses before anything is written
+  start_run_directory(run_dir, recipe, resolved);
+  try {
+    return train_in(run_dir, recipe, resolved, plan, options);
+  } catch (const Error& e) {
+    const auto saved = list_checkpoints((fs::path(run_dir) / "checkpoints").string());
+    throw Error(fmt::format("{}\nthe run's newest checkpoint is {}; once the cause is fixed, continue with: {}", e.what(),
+                            saved.empty() ? "none (the run starts again)" : saved.back().path,
+                            resume_command(options, run_dir)));
+  }
 }
 
 }  // namespace linformer

@@ -2,6 +2,8 @@
 
 #include "linformer/core/check.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 
 namespace linformer {
@@ -28,10 +30,26 @@ std::unique_ptr<TrainingData> open_training_data(const config::Recipe& recipe, c
   t->train = std::make_unique<data::Batcher>(*t->train_blocks, *t->train_masker, train_options);
   t->valid = std::make_unique<data::Batcher>(*t->valid_blocks, *t->valid_masker,
                                              data::evaluation_options(recipe.train.batch_size, seed));
+  if (t->valid_blocks->size() == 0)
+    LF_FAIL("the valid split of '{}' is empty (data.valid_fraction = {}): training validates on it; prepare the data "
+            "again with a larger data.valid_fraction or a corpus of more documents",
+            d.prepared_dir, d.valid_fraction);
   if (t->train->batches_per_epoch() == 0)
     LF_FAIL("the training split of '{}' has {} blocks of {} tokens, fewer than one batch of {}", d.prepared_dir,
             t->train_blocks->size(), d.seq_len, recipe.train.batch_size);
   return t;
+}
+
+DataIdentity data_identity(const TrainingData& data, const config::Recipe& recipe) {
+  DataIdentity id;
+  id.tokenizer_hash = fmt::format("{:016x}", data.prepared.tokenizer.hash());
+  id.train_checksum = fmt::format("{:08x}", data.prepared.train.checksum());
+  id.train_tokens = data.prepared.train.token_count();
+  id.order_keys = {{"seed", std::to_string(recipe.seed)},
+                   {"data.seq_len", std::to_string(recipe.data.seq_len)},
+                   {"data.break_mode", std::string(config::enum_name(recipe.data.break_mode))},
+                   {"train.batch_size", std::to_string(recipe.train.batch_size)}};
+  return id;
 }
 
 }  // namespace linformer

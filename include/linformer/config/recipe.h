@@ -89,6 +89,12 @@ constexpr auto enum_names(Precision) {
   return std::array{std::pair{E::fp32, "fp32"sv}, std::pair{E::bf16, "bf16"sv}};
 }
 
+enum class WriteErrorPolicy { stop, skip };
+constexpr auto enum_names(WriteErrorPolicy) {
+  using E = WriteErrorPolicy;
+  return std::array{std::pair{E::stop, "stop"sv}, std::pair{E::skip, "skip"sv}};
+}
+
 // ---- Sections ------------------------------------------------------------------
 
 struct DataConfig {
@@ -292,6 +298,7 @@ struct CheckpointConfig {
   int keep_last;
   bool keep_best;
   int milestone_every;
+  WriteErrorPolicy on_write_error;
 
   template <class V>
   void visit(V& v) {
@@ -301,6 +308,9 @@ struct CheckpointConfig {
     v("keep_best", keep_best, true, "Also keep the checkpoint with the best validation loss.");
     v("milestone_every", milestone_every, 0,
       "Also keep, never deleted, the checkpoint of every this many updates (0: none).", at_least(0));
+    v("on_write_error", on_write_error, WriteErrorPolicy::stop,
+      "A checkpoint that cannot be written (a full disk): stop the run with the error (earlier checkpoints "
+      "stay), or skip it, warn and try again at the next one (the run's last checkpoint must still succeed).");
   }
 };
 

@@ -7,11 +7,45 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 namespace linformer::config {
+
+namespace detail {
+template <class T>
+struct is_list : std::false_type {};
+template <class E>
+struct is_list<std::vector<E>> : std::true_type {};
+}  // namespace detail
+
+// Whether `value` holds a T as it is. nlohmann's get<int>() also converts floats (undefined
+// behaviour out of range) and wider integers (silently truncated), so numbers are checked
+// against T's range here; strings and the rest are checked by get<T>() itself.
+template <class T>
+bool json_holds(const nlohmann::json& value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return value.is_boolean();
+  } else if constexpr (std::is_integral_v<T>) {
+    if (value.is_number_unsigned())
+      return value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+    return value.is_number_integer() && value.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+           (value.get<int64_t>() < 0 ||
+            static_cast<uint64_t>(value.get<int64_t>()) <= static_cast<uint64_t>(std::numeric_limits<T>::max()));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return value.is_number();
+  } else if constexpr (detail::is_list<T>::value) {
+    if (!value.is_array()) return false;
+    for (const auto& element : value)
+      if (!json_holds<typename T::value_type>(element)) return false;
+    return true;
+  } else {
+    return true;
+  }
+}
 
 namespace detail {
 
@@ -44,6 +78,10 @@ struct JsonReader {
       parsed = *e;
     } else {
       try {
+        if (!json_holds<T>(value)) {
+          errors->push_back(fmt::format("{}.{} = {} has the wrong type", prefix, key, value.dump()));
+          return;
+        }
         parsed = value.get<T>();
       } catch (const nlohmann::json::exception&) {
         errors->push_back(fmt::format("{}.{} = {} has the wrong type", prefix, key, value.dump()));

@@ -88,6 +88,7 @@ class Shard final : public TokenStream {
   uint64_t document_count() const override { return header_.document_count; }
   int vocab_size() const { return static_cast<int>(header_.vocab_size); }
   uint64_t vocab_hash() const { return header_.vocab_hash; }
+  uint32_t checksum() const { return header_.checksum; }  // the crc32 its header records
   uint32_t token_bytes() const { return header_.token_bytes; }
 
   int32_t token(uint64_t i) const override {

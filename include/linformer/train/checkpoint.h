@@ -22,11 +22,30 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace linformer {
 
 inline constexpr int kCheckpointFormatVersion = 1;
+
+// The logging interval in progress at a checkpoint: its sums so far, so that a resumed run's
+// first train row averages over the same updates as an uninterrupted run's.
+struct IntervalSums {
+  double loss_sum = 0;  // nats over the interval's masked tokens
+  int64_t masked = 0, correct = 0, tokens = 0, updates = 0;
+};
+
+// What the run's data order rests on besides the counters: the vocabulary, the training shard's
+// content and the recipe keys that order, cut and batch it. Resuming on other data is refused
+// (--reset-data starts the new data from its beginning instead). Empty in older checkpoints.
+struct DataIdentity {
+  std::string tokenizer_hash;                      // Tokenizer::hash(), hex
+  std::string train_checksum;                      // crc32 of the training shard, hex
+  uint64_t train_tokens = 0;
+  std::vector<std::pair<std::string, std::string>> order_keys;  // {recipe key, value}
+  bool known() const { return !tokenizer_hash.empty(); }
+};
 
 // Counters and positions of a run. Every random stream is a pure function of the recipe's
 // seed and these counters (dropout: micro_step; masking and shuffling: the batcher's epoch and
@@ -41,6 +60,8 @@ struct TrainingState {
   double best_valid_loss = std::numeric_limits<double>::infinity();
   int64_t best_update = 0;
   int validations_since_best = 0;
+  IntervalSums interval;  // the logging interval in progress
+  DataIdentity data;      // the data these counters point into
 };
 
 void to_json(nlohmann::json& j, const TrainingState& s);
@@ -60,6 +81,9 @@ std::string write_checkpoint(const std::string& checkpoints_dir, const Parameter
 // version and both checksums. Returns its state.
 TrainingState read_checkpoint(const std::string& path, Parameters& params, AdamW* optimizer);
 
+// The state a checkpoint records (its state.json), without reading its tensors.
+TrainingState peek_checkpoint_state(const std::string& path);
+
 // The complete checkpoints in `checkpoints_dir`, oldest first.
 std::vector<CheckpointInfo> list_checkpoints(const std::string& checkpoints_dir);
 
@@ -67,12 +91,14 @@ std::vector<CheckpointInfo> list_checkpoints(const std::string& checkpoints_dir)
 // milestone_every do not keep.
 void prune_checkpoints(const std::string& checkpoints_dir, const config::CheckpointConfig& keep, int64_t best_update);
 
-// The checkpoints of one run: each write records the data position and the elapsed time in
-// the state, then prunes what checkpoint.keep_* no longer keeps.
+// The checkpoints of one run: each write records the data position, the data identity and the
+// elapsed time in the state, then prunes what checkpoint.keep_* no longer keeps. Constructed
+// under the run directory's lock, it first removes the temporary directories of checkpoints
+// that a killed process or a failed write left behind.
 class RunCheckpoints {
  public:
   RunCheckpoints(std::string checkpoints_dir, const config::CheckpointConfig& keep, std::string resolved_recipe,
-                 std::string tokenizer_model);
+                 std::string tokenizer_model, DataIdentity data);
   void write(const Parameters& params, const AdamW& optimizer, TrainingState state, const data::BatcherState& data,
              double elapsed_seconds);
   const std::string& last_path() const { return last_path_; }
@@ -82,6 +108,7 @@ class RunCheckpoints {
   std::string dir_;
   const config::CheckpointConfig& keep_;
   std::string recipe_, tokenizer_;
+  DataIdentity data_;
   std::string last_path_;
   int64_t last_update_ = -1;
 };

@@ -19,18 +19,22 @@ MetricsRow validation_row(const EvalResult& result, const TrainingState& state, 
 
 class IntervalMeter {
  public:
-  IntervalMeter() : start_(std::chrono::steady_clock::now()) {}
+  // `resumed`: the sums of the interval a checkpoint interrupted (empty for a fresh run).
+  explicit IntervalMeter(const IntervalSums& resumed = {})
+      : start_(std::chrono::steady_clock::now()), sums_(resumed) {}
   void add(const UpdateResult& update);
+  // The interval so far, for a checkpoint.
+  const IntervalSums& sums() const { return sums_; }
   // The train row of the interval that ends now (lr and gradient norm of its last update);
   // the next interval starts.
   MetricsRow take_row(const TrainingState& state, uint64_t epoch, double elapsed_seconds);
-  // Seconds per update over the interval so far (for an ETA).
+  // Seconds per update over this session's part of the interval (for an ETA).
   double seconds_per_update() const;
 
  private:
   std::chrono::steady_clock::time_point start_;
-  double loss_sum_ = 0;
-  int64_t masked_ = 0, correct_ = 0, tokens_ = 0, updates_ = 0;
+  IntervalSums sums_;
+  int64_t timed_tokens_ = 0, timed_updates_ = 0;  // since start_ (tokens/s, ETA): this session only
   UpdateResult last_;
 };
 

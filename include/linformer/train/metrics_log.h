@@ -5,9 +5,12 @@
 // produced again), then appends: earlier rows are never lost or duplicated.
 // A metrics.csv written by an older version with other columns is rewritten in today's
 // columns (matched by name; a column it lacks is left empty in its rows).
+// A row is appended to both files or to neither: a failed write (a full disk) throws Error
+// naming the file and leaves both files ending in whole rows.
+
+#include "linformer/core/fs.h"
 
 #include <cstdint>
-#include <fstream>
 #include <string>
 
 namespace linformer {
@@ -37,7 +40,7 @@ class MetricsLog {
 
  private:
   std::string csv_path_, jsonl_path_;
-  std::ofstream csv_, jsonl_;
+  AppendFile csv_, jsonl_;
 };
 
 }  // namespace linformer

@@ -17,10 +17,16 @@ struct ResumePlan {
   bool resumes() const { return !checkpoint.empty(); }
 };
 
-// Refuses --resume PATH that is not a complete checkpoint, a schedule reset into a run directory
+// --resume auto takes the newest checkpoint that verifies (passing over damaged ones, said in
+// the log). Refuses --resume PATH that is not a complete checkpoint, a schedule reset into a run directory
 // that has checkpoints (its restarted update numbers would mix with theirs), and a fresh start
 // over existing checkpoints.
 ResumePlan plan_resume(const TrainOptions& options, const std::string& run_dir);
+
+// Refuses to resume on data the checkpoint's counters do not point into: another tokenizer
+// (always), another training split or other seed, seq_len, break_mode or batch_size (unless
+// --reset-data). `now` describes the data this run opened.
+void check_resume_data(const ResumePlan& plan, const DataIdentity& now, const std::string& prepared_dir);
 
 // The state to continue from: a fresh one, or the plan's checkpoint loaded into params and the
 // optimizer with the plan's resets applied. Refuses a checkpoint whose model differs from

@@ -33,8 +33,12 @@ class RunSchedule {
   bool validate_now(int64_t update) const { return validation_every_ > 0 && update % validation_every_ == 0; }
   // A checkpoint every checkpoint.every updates, and at each new best validation when kept.
   bool checkpoint_now(int64_t update, bool new_best) const;
-  // Why the run stops now, or "" to go on.
+  // Why the run has finished (train.max_*, early stopping), or "".
+  std::string finish_reason(const TrainingState& state, double elapsed_seconds) const;
+  // Why the run stops now: finished, or interrupted by SIGINT/SIGTERM; "" to go on.
   std::string stop_reason(const TrainingState& state, double elapsed_seconds) const;
+  // Stopping now because of a signal, not because the run has finished.
+  bool interrupted(const TrainingState& state, double elapsed_seconds) const;
 
  private:
   const config::Recipe& recipe_;

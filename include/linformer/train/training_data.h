@@ -6,6 +6,7 @@
 #include "linformer/data/batcher.h"
 #include "linformer/data/prepared.h"
 #include "linformer/data/unigram.h"
+#include "linformer/train/checkpoint.h"
 
 #include <memory>
 #include <string>
@@ -22,6 +23,10 @@ struct TrainingData {
 };
 
 // Opens data.prepared_dir for the recipe; the errors say what to run (`linformer prepare`).
+// Refuses an empty training or validation split.
 std::unique_ptr<TrainingData> open_training_data(const config::Recipe& recipe, const std::string& recipe_path);
+
+// The identity of this data as a checkpoint records it (see DataIdentity).
+DataIdentity data_identity(const TrainingData& data, const config::Recipe& recipe);
 
 }  // namespace linformer
