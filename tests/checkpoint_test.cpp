@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
 
 namespace linformer {
 namespace {
@@ -102,6 +103,39 @@ TEST(Checkpoint, CorruptionAndIncompleteCheckpointsAreRefused) {
     EXPECT_THAT(e.what(), HasSubstr("checksum mismatch"));
   }
   EXPECT_NO_THROW(read_checkpoint(first, b.params, &b.adam));
+}
+
+// state.json is outside input: a field of the wrong type is a linformer::Error naming the file
+// and the key (fuzz findings K1 and K2: nlohmann's type_error escaped, and a float read as an
+// integer was undefined behaviour out of range and silently truncated inside it).
+TEST(Checkpoint, StateFieldsOfTheWrongTypeAreRefused) {
+  testing::TempDir dir;
+  Fixture a;
+  const std::string path = write_checkpoint(dir.path().string(), a.params, a.adam, TrainingState{}, "", "");
+  const nlohmann::json good = nlohmann::json::parse(read_file(path + "/state.json"));
+  const auto refusal = [&](const std::function<void(nlohmann::json&)>& damage) -> std::string {
+    nlohmann::json state = good;
+    damage(state);
+    write_file_atomic(path + "/state.json", state.dump());
+    try {
+      read_checkpoint(path, a.params, nullptr);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(read without an error)";
+  };
+  EXPECT_THAT(refusal([](nlohmann::json& j) { j["format"] = 3; }), HasSubstr("not a linformer checkpoint's state"));
+  EXPECT_THAT(refusal([](nlohmann::json& j) { j["format_version"] = "1"; }),
+              HasSubstr("checkpoint format version \"1\" is not supported"));
+  EXPECT_THAT(refusal([](nlohmann::json& j) { j["state"]["update"] = 2.5; }),
+              HasSubstr("state.json: state.update = 2.5 is not an integer"));
+  EXPECT_THAT(refusal([](nlohmann::json& j) { j["state"]["update"] = 1e300; }), HasSubstr("state.update = 1e+300 is not"));
+  EXPECT_THAT(refusal([](nlohmann::json& j) { j["state"]["epoch"] = -1; }),
+              HasSubstr("state.epoch = -1 is not a non-negative integer"));
+  EXPECT_THAT(refusal([](nlohmann::json& j) { j["state"]["validations_since_best"] = 4294967296; }),
+              HasSubstr("validations_since_best = 4294967296 is not an integer"));
+  EXPECT_THAT(refusal([](nlohmann::json& j) { j["state"]["tokens"] = "12"; }), HasSubstr("state.tokens = \"12\""));
+  EXPECT_EQ(refusal([](nlohmann::json&) {}), "(read without an error)");
 }
 
 TEST(Checkpoint, RetentionKeepsRecentBestAndMilestones) {

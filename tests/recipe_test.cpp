@@ -175,6 +175,20 @@ TEST(RecipeErrors, OutOfRangeValues) {
   EXPECT_THAT(e, HasSubstr("data.vocab_size: integer 99999999999 does not fit in 32 bits"));
 }
 
+// int64's range ends just below 2^63, which double(INT64_MAX) rounds up to: the float 2^63 once
+// passed the range check into an undefined cast (fuzz finding K3); the largest double below it loads.
+TEST(RecipeErrors, FloatIntegersAtTheEdgeOfTheirRange) {
+  TempDir dir;
+  EXPECT_THAT(load_error(dir.write("a.toml", "[train]\nmax_tokens = 9223372036854775808.0\n")),
+              HasSubstr("train.max_tokens: float 9.2233720368547758e+18 does not fit in 64 bits"));
+  EXPECT_THAT(load_error(dir.write("c.toml", "[model]\nlayers = 2147483648.0\n")), HasSubstr("does not fit in 32 bits"));
+  EXPECT_EQ(config::load_recipe(dir.write("d.toml", "[train]\nmax_tokens = 9223372036854774784.0\n")).train.max_tokens,
+            int64_t{9223372036854774784});
+  EXPECT_THAT(load_error(dir.write("e.toml", "[model]\nlayers = -2147483648.0\n")),
+              HasSubstr("model.layers = -2147483648 is out of range"));  // fits, then breaks its rule
+  EXPECT_THAT(load_error(dir.write("f.toml", "[model]\nlayers = -2147483649.0\n")), HasSubstr("does not fit in 32 bits"));
+}
+
 TEST(RecipeErrors, SectionThatIsNotATable) {
   TempDir dir;
   EXPECT_THAT(load_error(dir.write("r.toml", "model = 3\n")),

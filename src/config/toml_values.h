@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -73,17 +74,23 @@ std::optional<T> from_toml(const toml::node& node, std::string& why) {
     if (auto v = node.as_boolean()) return v->get();
     return mismatch("a boolean (true or false)");
   } else if constexpr (std::is_integral_v<T>) {
-    double x;
-    if (auto v = node.as_integer()) x = static_cast<double>(v->get());
-    else if (auto f = node.as_floating_point(); f && std::isfinite(f->get()) && std::floor(f->get()) == f->get())
-      x = f->get();  // 1e6 is a fine way to write a token count
-    else return mismatch("an integer");
-    if (x < static_cast<double>(std::numeric_limits<T>::min()) ||
-        x > static_cast<double>(std::numeric_limits<T>::max())) {
+    using limits = std::numeric_limits<T>;
+    const auto too_wide = [&] {
       why = describe_node(node) + " does not fit in " + std::to_string(sizeof(T) * 8) + " bits";
       return std::nullopt;
+    };
+    if (auto v = node.as_integer()) {  // int64 compared exactly, not through a double
+      const int64_t i = v->get();
+      if (i < 0 ? !limits::is_signed || i < static_cast<int64_t>(limits::min())
+                : static_cast<uint64_t>(i) > static_cast<uint64_t>(limits::max()))
+        return too_wide();
+      return static_cast<T>(i);
     }
-    if (auto v = node.as_integer()) return static_cast<T>(v->get());
+    const auto f = node.as_floating_point();  // 1e6 is a fine way to write a token count
+    if (!f || !std::isfinite(f->get()) || std::floor(f->get()) != f->get()) return mismatch("an integer");
+    // T holds [min, 2^digits) exactly; double(max) would round up to 2^digits and let it through.
+    const double x = f->get(), end = std::ldexp(1.0, limits::digits);
+    if (x < static_cast<double>(limits::min()) || x >= end) return too_wide();
     return static_cast<T>(x);
   } else if constexpr (std::is_floating_point_v<T>) {
     if (auto v = node.as_floating_point()) return static_cast<T>(v->get());

@@ -16,20 +16,16 @@ LineReader::LineReader(const std::string& path) : path_(path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) LF_FAIL("corpus file '{}' does not exist", path);
   if (std::filesystem::is_directory(path, ec)) LF_FAIL("corpus file '{}' is a directory", path);
-  file_ = gzopen(path.c_str(), "rb");
+  file_.reset(gzopen(path.c_str(), "rb"));
   if (!file_) LF_FAIL("cannot open corpus file '{}': {}", path, std::strerror(errno ? errno : ENOMEM));
-  gzbuffer(file_, kChunkBytes);
+  gzbuffer(file_.get(), kChunkBytes);
   // gzdirect() is only meaningful after the first read, which fill() does.
   if (!fill() && buffer_.empty()) eof_ = true;
-  compressed_ = gzdirect(file_) == 0;
-}
-
-LineReader::~LineReader() {
-  if (file_) gzclose(file_);
+  compressed_ = gzdirect(file_.get()) == 0;
 }
 
 uint64_t LineReader::file_offset() const {
-  const z_off_t offset = gzoffset(file_);
+  const z_off_t offset = gzoffset(file_.get());
   return offset < 0 ? 0 : static_cast<uint64_t>(offset);
 }
 
@@ -40,10 +36,10 @@ bool LineReader::fill() {
   begin_ = 0;
   const size_t old = buffer_.size();
   buffer_.resize(old + kChunkBytes);
-  const int n = gzread(file_, buffer_.data() + old, static_cast<unsigned>(kChunkBytes));
+  const int n = gzread(file_.get(), buffer_.data() + old, static_cast<unsigned>(kChunkBytes));
   if (n < 0) {
     int code = 0;
-    const char* message = gzerror(file_, &code);
+    const char* message = gzerror(file_.get(), &code);
     LF_FAIL("{}: corrupt gzip data after line {}: {}", path_, line_number_,
             code == Z_ERRNO ? std::strerror(errno) : message);
   }
@@ -51,7 +47,7 @@ bool LineReader::fill() {
   if (n == 0) {
     // zlib reports a truncated stream only as an end of file plus an error code.
     int code = 0;
-    const char* message = gzerror(file_, &code);
+    const char* message = gzerror(file_.get(), &code);
     if (code != Z_OK && code != Z_STREAM_END)
       LF_FAIL("{}: corrupt gzip data after line {}: {}", path_, line_number_, message);
     eof_ = true;

@@ -1,5 +1,6 @@
 #include "linformer/train/checkpoint.h"
 
+#include "linformer/config/section_json.h"
 #include "linformer/core/check.h"
 #include "linformer/core/checksum.h"
 #include "linformer/core/fs.h"
@@ -17,6 +18,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 #include <filesystem>
 
 namespace linformer {
@@ -50,27 +53,40 @@ void to_json(nlohmann::json& j, const TrainingState& s) {
   }
 }
 
+namespace {
+// A field of the state as a T exactly: nlohmann's get<int64_t>() converts a float (undefined
+// behaviour outside the integer's range, truncation inside it) and narrows wider integers.
+template <class T>
+T exact(const nlohmann::json& object, const char* key) {
+  const nlohmann::json& value = object.at(key);
+  if (!config::json_holds<T>(value) || (std::is_integral_v<T> && !value.is_number_integer()))
+    LF_FAIL("{} = {} is not {}", key, value.dump(),
+            std::is_floating_point_v<T> ? "a number" : std::is_unsigned_v<T> ? "a non-negative integer" : "an integer");
+  return value.get<T>();
+}
+}  // namespace
+
 void from_json(const nlohmann::json& j, TrainingState& s) {
-  s.update = j.at("update").get<int64_t>();
-  s.micro_step = j.at("micro_step").get<int64_t>();
-  s.tokens = j.at("tokens").get<int64_t>();
-  s.epoch = j.at("epoch").get<uint64_t>();
-  s.position = j.at("position").get<uint64_t>();
-  s.elapsed_seconds = j.at("elapsed_seconds").get<double>();
+  s.update = exact<int64_t>(j, "update");
+  s.micro_step = exact<int64_t>(j, "micro_step");
+  s.tokens = exact<int64_t>(j, "tokens");
+  s.epoch = exact<uint64_t>(j, "epoch");
+  s.position = exact<uint64_t>(j, "position");
+  s.elapsed_seconds = exact<double>(j, "elapsed_seconds");
   s.best_valid_loss = j.at("best_valid_loss").is_null() ? std::numeric_limits<double>::infinity()
-                                                        : j.at("best_valid_loss").get<double>();
-  s.best_update = j.at("best_update").get<int64_t>();
-  s.validations_since_best = j.at("validations_since_best").get<int>();
+                                                        : exact<double>(j, "best_valid_loss");
+  s.best_update = exact<int64_t>(j, "best_update");
+  s.validations_since_best = exact<int>(j, "validations_since_best");
   if (j.contains("interval")) {  // older checkpoints: none in progress
     const auto& i = j.at("interval");
-    s.interval = {i.at("loss_sum").get<double>(), i.at("masked").get<int64_t>(), i.at("correct").get<int64_t>(),
-                  i.at("tokens").get<int64_t>(), i.at("updates").get<int64_t>()};
+    s.interval = {exact<double>(i, "loss_sum"), exact<int64_t>(i, "masked"), exact<int64_t>(i, "correct"),
+                  exact<int64_t>(i, "tokens"), exact<int64_t>(i, "updates")};
   }
   if (j.contains("data")) {
     const auto& d = j.at("data");
     s.data.tokenizer_hash = d.at("tokenizer_hash").get<std::string>();
     s.data.train_checksum = d.at("train_checksum").get<std::string>();
-    s.data.train_tokens = d.at("train_tokens").get<uint64_t>();
+    s.data.train_tokens = exact<uint64_t>(d, "train_tokens");
     for (const auto& [key, value] : d.at("order").items()) s.data.order_keys.emplace_back(key, value.get<std::string>());
   }
 }
@@ -152,10 +168,10 @@ nlohmann::json read_meta(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     LF_FAIL("{}/state.json: {}", path, e.what());
   }
-  if (!meta.is_object() || meta.value("format", "") != "linformer-checkpoint")
-    LF_FAIL("{}/state.json: not a linformer checkpoint's state", path);
-  if (meta.value("format_version", 0) != kCheckpointFormatVersion)
-    LF_FAIL("{}: checkpoint format version {} is not supported (expected {})", path, meta.value("format_version", 0),
+  const auto field = [&](const char* key) { return meta.is_object() && meta.contains(key) ? meta.at(key) : nlohmann::json(); };
+  if (field("format") != "linformer-checkpoint") LF_FAIL("{}/state.json: not a linformer checkpoint's state", path);
+  if (!field("format_version").is_number_integer() || field("format_version") != kCheckpointFormatVersion)
+    LF_FAIL("{}: checkpoint format version {} is not supported (expected {})", path, field("format_version").dump(),
             kCheckpointFormatVersion);
   return meta;
 }
@@ -182,6 +198,8 @@ TrainingState peek_checkpoint_state(const std::string& path) {
     return meta.at("state").get<TrainingState>();
   } catch (const nlohmann::json::exception& e) {
     LF_FAIL("{}/state.json: state: {}", path, e.what());
+  } catch (const Error& e) {
+    LF_FAIL("{}/state.json: state.{}", path, e.what());
   }
 }
 

@@ -10,9 +10,7 @@
 #include "linformer/config/recipe_loader.h"
 #include "linformer/core/fs.h"
 
-#include <toml++/toml.h>
 
-#include <cmath>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,38 +26,6 @@ struct Files {
                       read_file(std::string(LINFORMER_SOURCE_DIR) + "/recipes/brown/base.toml"));
   }
 };
-
-// KNOWN FINDING in src/config/toml_values.h (tests/fuzz/README.md, reproducer in known/); remove
-// this filter with its fix:
-//   K3 from_toml<int64_t>: the range check compares with double(INT64_MAX), which rounds up to
-//      2^63, so the float 2^63 (e.g. `train.max_tokens = 9223372036854775808.0`) passes it and its
-//      cast to int64_t is undefined behaviour (UBSan: float-cast-overflow).
-bool has_float_2_63(const toml::node& node) {
-  if (const auto* t = node.as_table()) {
-    for (const auto& [key, value] : *t)
-      if (has_float_2_63(value)) return true;
-  } else if (const auto* a = node.as_array()) {
-    for (const auto& value : *a)
-      if (has_float_2_63(value)) return true;
-  } else if (const auto* f = node.as_floating_point()) {
-    return std::abs(f->get()) == 9223372036854775808.0;
-  }
-  return false;
-}
-
-bool reaches_known_finding(std::string_view recipe, const std::vector<std::string>& overrides) {
-  const auto parses_to_2_63 = [](std::string_view text) {
-    try {
-      return has_float_2_63(toml::parse(text));
-    } catch (const toml::parse_error&) {
-      return false;
-    }
-  };
-  if (parses_to_2_63(recipe)) return true;
-  for (const std::string& o : overrides)  // --set key=value: the value as TOML
-    if (parses_to_2_63("x = " + o.substr(o.find('=') == std::string::npos ? o.size() : o.find('=') + 1))) return true;
-  return false;
-}
 
 }  // namespace
 
@@ -77,7 +43,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
     }
   }
-  if (fuzz::skip_known_findings() && reaches_known_finding(input.substr(0, split), overrides)) return 0;
   fuzz::write_bytes(files.recipe, input.substr(0, split));
 
   config::Recipe recipe;

@@ -3,8 +3,6 @@
 // build-sanitize` and a sanitized `linformer` behave the same whoever runs them. ASAN_OPTIONS,
 // UBSAN_OPTIONS and LSAN_OPTIONS in the environment still override them.
 
-#include <cstdlib>
-
 extern "C" {
 
 // abort_on_error: a report kills the process with SIGABRT, so no test that expects the exit code
@@ -18,16 +16,8 @@ const char* __asan_default_options() {
 
 const char* __ubsan_default_options() { return "abort_on_error=1:print_stacktrace=1"; }
 
-// Each suppression is a known finding that is not ours to fix here; remove it with the fix.
-// LINFORMER_FUZZ_KNOWN=1 (the disabled fuzz.<name>.known tests) turns them off.
-const char* __lsan_default_suppressions() {
-  if (std::getenv("LINFORMER_FUZZ_KNOWN")) return "";
-  // KNOWN FINDING (src/data/line_reader.cpp): when LineReader's constructor throws (a corrupt
-  // or truncated gzip file, first chunk), its gzFile is never closed: zlib's state and buffers
-  // (~790 KB) leak. Reproducer: tests/fuzz/corpus/known/, and CorpusErrors.CorruptAndTruncatedGzip.
-  // LineReader is the only user of zlib's gz* functions, so this matches nothing else; the
-  // stacks end inside libz (built without frame pointers), so no frame of ours can name it.
-  return "leak:libz.so.1\n";
-}
+// Each suppression would be a known finding that is not ours to fix here (tests/fuzz/README.md);
+// there are none. LINFORMER_FUZZ_KNOWN=1 (the disabled fuzz.<name>.known tests) turns them off.
+const char* __lsan_default_suppressions() { return ""; }
 
 }  // extern "C"

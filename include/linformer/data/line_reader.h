@@ -9,8 +9,10 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace linformer::data {
 
@@ -18,7 +20,6 @@ class LineReader {
  public:
   // Opens `path`; throws linformer::Error if it is missing or unreadable.
   explicit LineReader(const std::string& path);
-  ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
 
@@ -35,7 +36,11 @@ class LineReader {
   bool fill();  // reads another chunk; false at the end of the file
 
   std::string path_;
-  gzFile file_ = nullptr;
+  struct GzClose {
+    void operator()(gzFile file) const { gzclose(file); }
+  };
+  // Closed however the reader ends, a constructor that throws on corrupt data included.
+  std::unique_ptr<std::remove_pointer_t<gzFile>, GzClose> file_;
   bool compressed_ = false;
   bool eof_ = false;
   std::string buffer_;  // data read but not yet returned: buffer_[begin_, end)
