@@ -9,6 +9,7 @@
 #include "linformer/infer/inference.h"
 #include "linformer/train/trainer.h"
 #include "test_util.h"
+#include "train_fixture.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -23,55 +24,7 @@ using testing::TempDir;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-// A prepared corpus shared by the tests of this file (prepare runs once per process).
-class TrainTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    dir_->write("corpus/a.txt", testing::synthetic_text(30, 8, 1));
-    dir_->write("corpus/b.txt", testing::synthetic_text(30, 8, 2));
-    recipe_ = dir_->write("tiny.toml", "base = \"" LINFORMER_SOURCE_DIR "/recipes/ci/tiny.toml\"\n"
-                                       "[data]\ncorpus = [\"" + (dir_->path() / "corpus").string() +
-                                           "\"]\nprepared_dir = \"" + (dir_->path() / "prepared").string() +
-                                           "\"\nvocab_size = 150\nseq_len = 32\nvalid_fraction = 0.1\ntest_fraction = 0.1\n"
-                                           "[model]\nk = 8\n[train]\nbatch_size = 4\n[logging]\nevery = 2\n"
-                                           "[validation]\nevery = 4\n[checkpoint]\nevery = 4\nkeep_last = 10\n");
-    const auto r = testing::run_linformer("prepare --recipe " + recipe_);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-  }
-  static void TearDownTestSuite() { delete dir_; }
-
-  static TrainSummary train(const std::string& run_dir, std::vector<std::string> overrides, const std::string& resume = "") {
-    TrainOptions o;
-    o.recipe_path = recipe_;
-    o.overrides = std::move(overrides);
-    o.run_dir = run_dir;
-    o.resume = resume;
-    return run_training(o);
-  }
-
-  // metrics.csv without the wall-clock columns (tokens_per_second, elapsed_seconds).
-  static std::vector<std::string> metric_rows(const std::string& run_dir) {
-    std::istringstream in(read_file(run_dir + "/metrics.csv"));
-    std::vector<std::string> rows;
-    for (std::string line; std::getline(in, line);) {
-      size_t cut = line.size();
-      for (int i = 0; i < 2; ++i) cut = line.rfind(',', cut - 1);
-      rows.push_back(line.substr(0, cut));
-    }
-    return rows;
-  }
-
-  static std::string final_weights(const std::string& run_dir) {
-    const auto all = list_checkpoints(run_dir + "/checkpoints");
-    return read_file(all.back().path + "/model.safetensors");
-  }
-
-  static TempDir* dir_;
-  static std::string recipe_;
-};
-TempDir* TrainTest::dir_ = nullptr;
-std::string TrainTest::recipe_;
+using TrainTest = testing::TrainFixture;
 
 TEST_F(TrainTest, ResumedRunIsBitIdenticalToAStraightRun) {
   TempDir runs;

@@ -21,6 +21,14 @@ std::unique_ptr<TrainingData> open_training_data(const config::Recipe& recipe, c
   const uint64_t seed = static_cast<uint64_t>(recipe.seed);
   t->train_blocks = std::make_unique<data::TokenBlocks>(t->prepared.train, d.seq_len, d.break_mode);
   t->valid_blocks = std::make_unique<data::TokenBlocks>(t->prepared.valid, d.seq_len, d.break_mode);
+  // Before the batchers, whose own checks would name neither the split nor the key.
+  if (t->valid_blocks->size() == 0)
+    LF_FAIL("the valid split of '{}' is empty (data.valid_fraction = {}): training validates on it; prepare the data "
+            "again with a larger data.valid_fraction or a corpus of more documents",
+            d.prepared_dir, d.valid_fraction);
+  if (t->train_blocks->size() < recipe.train.batch_size)
+    LF_FAIL("the training split of '{}' has {} blocks of {} tokens, fewer than one batch of {} (train.batch_size)",
+            d.prepared_dir, t->train_blocks->size(), d.seq_len, recipe.train.batch_size);
   t->train_masker = std::make_unique<data::Masker>(recipe.masking, vocab, t->prepared.tokenizer.word_starts(), seed);
   t->valid_masker =
       std::make_unique<data::Masker>(data::validation_masking(recipe), vocab, t->prepared.tokenizer.word_starts(), seed);
@@ -30,13 +38,6 @@ std::unique_ptr<TrainingData> open_training_data(const config::Recipe& recipe, c
   t->train = std::make_unique<data::Batcher>(*t->train_blocks, *t->train_masker, train_options);
   t->valid = std::make_unique<data::Batcher>(*t->valid_blocks, *t->valid_masker,
                                              data::evaluation_options(recipe.train.batch_size, seed));
-  if (t->valid_blocks->size() == 0)
-    LF_FAIL("the valid split of '{}' is empty (data.valid_fraction = {}): training validates on it; prepare the data "
-            "again with a larger data.valid_fraction or a corpus of more documents",
-            d.prepared_dir, d.valid_fraction);
-  if (t->train->batches_per_epoch() == 0)
-    LF_FAIL("the training split of '{}' has {} blocks of {} tokens, fewer than one batch of {}", d.prepared_dir,
-            t->train_blocks->size(), d.seq_len, recipe.train.batch_size);
   return t;
 }
 
