@@ -9,9 +9,11 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <future>
 
 namespace linformer::data {
 namespace {
@@ -155,11 +157,73 @@ TEST(Corpus, GlobPatterns) {
 
 TEST(Corpus, LongLinesCrossChunkBoundaries) {
   TempDir dir;
-  const std::string long_line(700000, 'x');  // longer than the reader's 256 KiB chunks
-  const auto docs = read_all(inputs({dir.write("l.txt", "a\r\n" + long_line + "\r\n\r\nb")}));
+  const std::string long_line(60000, 'x');  // the reader's 256 KiB chunks end inside some of them
+  std::string text = "a\r\n";
+  for (int i = 0; i < 6; ++i) text += long_line + "\r\n";
+  const auto docs = read_all(inputs({dir.write("l.txt", text + "\r\nb")}));
   ASSERT_EQ(docs.size(), 2u);
-  EXPECT_EQ(docs[0][1], long_line);
+  ASSERT_EQ(docs[0].size(), 7u);
+  for (int i = 1; i < 7; ++i) EXPECT_EQ(docs[0][i], long_line);
   EXPECT_EQ(docs[1][0], "b");
+}
+
+// A sentence is encoded whole, at about 120 bytes of memory per character: a 52 MB one-line
+// book needed 6.3 GB. Lines over kMaxSentenceBytes become several sentences, cut at spaces.
+TEST(Corpus, LinesLongerThanTheSentenceLimitAreCutAtSpaces) {
+  TempDir dir;
+  std::string words;
+  for (int i = 0; words.size() < 3 * kMaxSentenceBytes; ++i) words += "word" + std::to_string(i % 1000) + " ";
+  const std::string no_spaces(kMaxSentenceBytes + 10, 'y');
+  const std::string accents = std::string(kMaxSentenceBytes - 1, 'z') + "éé";  // the limit falls inside an é
+  CorpusStats stats;
+  const auto docs = read_all(inputs({dir.write("l.txt", words + "\n\n" + no_spaces + "\n\n" + accents + "\nshort")}),
+                             &stats);
+  ASSERT_EQ(docs.size(), 3u);
+  EXPECT_EQ(stats.long_lines_cut, 3);
+  std::string joined;
+  for (const auto& sentence : docs[0]) {
+    EXPECT_LE(sentence.size(), kMaxSentenceBytes);
+    EXPECT_EQ(sentence.back(), ' ') << "cut inside a word";
+    joined += sentence;
+  }
+  EXPECT_EQ(docs[0].size(), 4u);
+  EXPECT_EQ(joined, words);
+  EXPECT_THAT(docs[1], ElementsAre(std::string(kMaxSentenceBytes, 'y'), std::string(10, 'y')));
+  EXPECT_THAT(docs[2], ElementsAre(std::string(kMaxSentenceBytes - 1, 'z'), "éé", "short"));
+}
+
+// Format detection and the text check read the first chunk; a pipe can be read only once, so
+// both happen on the stream that is then read (`eval --text <(zcat …)` once said "no text").
+TEST(Corpus, PipesAreReadOnceAndDetectedFromTheirStream) {
+  TempDir dir;
+  const std::string fifo = (dir.path() / "fifo").string();
+  for (const std::string& contents : {std::string("{\"text\": \"one\"}\n{\"text\": \"two\"}\n"),
+                                     std::string("<doc id=\"1\">\nTitle\nbody\n</doc>\n"), std::string("a\nb\n\nc\n")}) {
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const std::string file = dir.write("contents", contents);
+    const auto writer = std::async(std::launch::async, [&] {
+      testing::run_command("cat '" + file + "' > '" + fifo + "'");
+    });
+    const auto from_pipe = read_all(inputs({fifo}));
+    writer.wait();
+    std::filesystem::remove(fifo);
+    EXPECT_EQ(from_pipe, read_all(inputs({file}))) << contents;
+    EXPECT_FALSE(from_pipe.empty());
+  }
+}
+
+TEST(CorpusErrors, BinaryFilesAreNotText) {
+  TempDir dir;
+  const std::string elf = dir.write("program", std::string("\x7f" "ELF\x02\x01\x01\0\0\0", 10) + std::string(4000, 'a'));
+  EXPECT_THAT(error_of(inputs({elf})), HasSubstr("corpus file '" + elf + "' is not text: its first 4010 bytes hold 3 NUL"));
+  std::string controls(1000, 'a');
+  for (int i = 0; i < 20; ++i) controls[static_cast<size_t>(i * 50)] = '\x01';
+  const std::string control_file = dir.write("controls.txt", controls);
+  EXPECT_THAT(error_of(inputs({control_file})), HasSubstr("0 NUL and 20 other control characters"));
+  // Inside gzip the decompressed bytes count; tabs, form feeds and CRLF are text.
+  const std::string packed = gzip_file(dir, "packed.txt.gz", std::string("a\0b\n", 4));
+  EXPECT_THAT(error_of(inputs({packed})), HasSubstr("is not text"));
+  EXPECT_THAT(read_all(inputs({dir.write("ok.txt", "a\tb\fc\r\nd\n")})), ElementsAre(ElementsAre("a\tb\fc", "d")));
 }
 
 TEST(CorpusErrors, MissingFileOrDirectory) {

@@ -189,6 +189,29 @@ TEST(RecipeErrors, FloatIntegersAtTheEdgeOfTheirRange) {
   EXPECT_THAT(load_error(dir.write("f.toml", "[model]\nlayers = -2147483649.0\n")), HasSubstr("does not fit in 32 bits"));
 }
 
+// No option means anything at ±inf or nan: an infinite learning rate once trained to nan and
+// exited 0.
+TEST(RecipeErrors, InfinityAndNanAreRefused) {
+  TempDir dir;
+  const std::string recipe = dir.write("r.toml", "seed = 1\n");
+  for (const std::string key : {"optim.lr", "model.init_std", "model.layer_norm_eps", "optim.adam_eps",
+                                "optim.weight_decay", "optim.power"})
+    for (const std::string value : {"inf", "-inf", "nan"})
+      EXPECT_THAT(load_error(recipe, {key + "=" + value}), HasSubstr(key + ": expected a finite number, got float"))
+          << key << " = " << value;
+  EXPECT_THAT(load_error(dir.write("f.toml", "[optim]\nlr = inf\n")), HasSubstr("optim.lr: expected a finite number"));
+}
+
+// The run directory is runs/<name>: a name must not lead out of runs/.
+TEST(RecipeErrors, RunNameStaysInsideRuns) {
+  TempDir dir;
+  const std::string recipe = dir.write("r.toml", "seed = 1\n");
+  for (const std::string name : {"../escape", "a/b", "..", ".hidden", "/abs"})
+    EXPECT_THAT(load_error(recipe, {"name=\"" + name + "\""}), HasSubstr("must be a plain name (no '/', not starting with '.')"))
+        << name;
+  EXPECT_EQ(config::load_recipe(recipe, {"name=\"my-run.2\""}).name, "my-run.2");
+}
+
 TEST(RecipeErrors, SectionThatIsNotATable) {
   TempDir dir;
   EXPECT_THAT(load_error(dir.write("r.toml", "model = 3\n")),

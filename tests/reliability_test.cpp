@@ -231,10 +231,9 @@ TEST_F(Reliability, AnEmptyValidSplitIsRefusedNamingTheKey) {
   TempDir runs;
   const std::string prepared = (runs.path() / "prepared").string();
   const std::string tokenizer = (dir_->path() / "prepared" / "spm.model").string();
-  ASSERT_EQ(testing::run_linformer("prepare --recipe " + recipe_ + " --set data.valid_fraction=0 --set data.tokenizer_model=" +
-                                   tokenizer + " --set data.prepared_dir=" + prepared)
-                .exit_code,
-            0);
+  const auto prepared_run = testing::run_linformer("prepare --recipe " + recipe_ + " --set data.valid_fraction=0 "
+                                                   "--set data.tokenizer_model=" + tokenizer + " --set data.prepared_dir=" + prepared);
+  ASSERT_EQ(prepared_run.exit_code, 0) << prepared_run.output;
   try {
     train((runs.path() / "run").string(),
           {"train.max_updates=2", "data.valid_fraction=0", "data.prepared_dir=\"" + prepared + "\""});
@@ -242,6 +241,49 @@ TEST_F(Reliability, AnEmptyValidSplitIsRefusedNamingTheKey) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("the valid split of '" + prepared + "' is empty (data.valid_fraction = 0)"));
   }
+}
+
+// A model that cannot fit is refused before anything is allocated, with the estimate, the keys
+// that size it and the memory available (2 TB of parameters here: more than any test machine).
+TEST_F(Reliability, AModelThatCannotFitIsRefusedBeforeAllocating) {
+  TempDir runs;
+  try {
+    train((runs.path() / "run").string(), {"model.ffn_dim=1073741824"});
+    ADD_FAILURE() << "a 2 TB model was not refused";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("training needs about 2080.0 GiB (parameters and gradients 1040.0 GiB"));
+    EXPECT_THAT(e.what(), HasSubstr("model.ffn_dim = 1073741824"));
+    EXPECT_THAT(e.what(), HasSubstr("available ("));
+  }
+  // And in eval: a batch of 10^8 sequences of the tiny model needs terabytes of activations.
+  const std::string run = (runs.path() / "small").string();
+  train(run, {"train.max_updates=2"});
+  const auto r = testing::run_linformer("eval -c " + run + " --split valid --batch-size 100000000");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("evaluation needs about"));
+  EXPECT_THAT(r.output, HasSubstr("the batch size (100000000, --batch-size or the recipe's)"));
+}
+
+TEST_F(Reliability, EvalAndFillMaskRefuseMeaninglessRequests) {
+  TempDir runs;
+  const std::string run = (runs.path() / "run").string();
+  train(run, {"train.max_updates=2"});
+  const auto usage_error = [&](const std::string& arguments, const std::string& message) {
+    const auto r = testing::run_linformer(arguments);
+    EXPECT_EQ(r.exit_code, 2) << arguments << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(message)) << arguments;
+  };
+  usage_error("eval -c " + run + " --batch-size 0", "--batch-size: 0 is less than 1");
+  usage_error("eval -c " + run + " --batch-size -3", "--batch-size: -3 is less than 1");
+  usage_error("eval -c " + run + " --batch-size 2.5", "--batch-size: '2.5' is not a whole number");
+  usage_error("eval -c " + run + " --max-batches -1", "--max-batches: -1 is less than 1");
+  usage_error("fill-mask -c " + run + " --top-k 0 'the <mask> is'", "--top-k: 0 is less than 1");
+  // One letter masks no token: a perplexity of 1.00 over nothing was once reported.
+  const std::string text = runs.write("short.txt", "x\n");
+  const auto r = testing::run_linformer("eval -c " + run + " --text " + text + " 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("no token was masked"));
+  EXPECT_THAT(r.output, Not(HasSubstr("perplexity 1.00")));
 }
 
 }  // namespace

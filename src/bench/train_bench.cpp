@@ -6,6 +6,7 @@
 #include "linformer/kernels/kernel_timing.h"
 #include "linformer/kernels/matmul.h"
 #include "linformer/layers/attention.h"
+#include "linformer/model/memory_estimate.h"
 #include "linformer/model/mlm_model.h"
 #include "linformer/optim/adamw.h"
 
@@ -39,6 +40,9 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
   // A synthetic batch: full rows, ordinary ids, masking.probability of the positions masked.
   const SyntheticBatch synthetic(B, T, spec.vocab_size, static_cast<uint64_t>(recipe.seed), recipe.masking.probability);
   const int64_t M = synthetic.masked();
+  check_memory_fits(spec, B, std::max<int64_t>(M, 1), WorkspaceUse::training, "bench train",
+                    fmt::format("model.layers = {}, model.d_model = {}, train.batch_size = {} and data.seq_len = {}",
+                                spec.layers, spec.d_model, B, T));
   MlmModel model(spec, B, std::max<int64_t>(M, 1));
   model.params().initialize(static_cast<uint64_t>(recipe.seed));
   AdamW optimizer(model.params(), recipe.optim);

@@ -40,8 +40,8 @@ void add_bench_command(CLI::App& app) {
       "and masking from the recipe): step time (median, min, max), tokens/s, matmul GFLOP/s against a measured "
       "matmul peak, time per model stage and per kernel family, memory.");
   args->recipe.add_to(*train);
-  train->add_option("--warmup", args->warmup, "Untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
-  train->add_option("--steps", args->steps, "Timed steps")->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--warmup", args->warmup, "Untimed steps first")->capture_default_str()->check(at_least(0));
+  train->add_option("--steps", args->steps, "Timed steps")->capture_default_str()->check(at_least(1));
   train->add_option("--json", args->json, "Also write the result as JSON to this file");
   train->callback([args] {
     const auto recipe = config::load_recipe(args->recipe.path, args->recipe.overrides);
@@ -103,17 +103,17 @@ void add_bench_command(CLI::App& app) {
       "attention, inference only, for each n and k < n: time and activation memory per sequence, speed-up and "
       "memory-saving ratios, the largest batch within the memory budget.");
   att->recipe.add_to(*attention);
-  attention->add_option("--lengths", att->options.lengths, "Sequence lengths n")->capture_default_str()->check(CLI::PositiveNumber);
-  attention->add_option("--ks", att->options.ks, "Projected lengths k (each run where k < n)")->capture_default_str()->check(CLI::PositiveNumber);
+  attention->add_option("--lengths", att->options.lengths, "Sequence lengths n")->capture_default_str()->check(at_least(1));
+  attention->add_option("--ks", att->options.ks, "Projected lengths k (each run where k < n)")->capture_default_str()->check(at_least(1));
   attention->add_option("--memory-budget", att->memory_budget,
                         "Memory for parameters and a batch's activations (e.g. 16GiB, 8G, 500MB)")
       ->capture_default_str();
   attention->add_option("--time-limit", att->options.time_limit_s, "Seconds per cell for its timed passes; a cell whose one sequence is estimated to take longer is reported, not run")
       ->capture_default_str()->check(CLI::PositiveNumber);
   attention->add_option("--max-batch", att->options.max_timed_batch, "Largest batch actually timed (the largest batch within the budget is reported either way)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(at_least(1));
   attention->add_option("--repeats", att->options.repeats, "Timed passes per cell after one warm-up pass (fewer if the time limit says so)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(at_least(1));
   attention->add_option("--csv", att->csv, "Also write one row per cell to this CSV file");
   attention->callback([att] {
     const auto recipe = config::load_recipe(att->recipe.path, att->recipe.overrides);

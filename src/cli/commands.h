@@ -16,6 +16,10 @@ struct RecipeArgs {
   void add_to(CLI::App& command);
 };
 
+// An integer option of at least `lo`: "--top-k: 0 is less than 1" (CLI11's PositiveNumber
+// states a range up to 1.8e308 and lets fractions through).
+CLI::Validator at_least(long long lo);
+
 void add_prepare_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);

@@ -28,8 +28,9 @@ void add_eval_command(CLI::App& app) {
                   "Raw text files or directories (plain text, JSON lines, WikiExtractor, .gz), tokenised with the "
                   "checkpoint's tokenizer")
       ->excludes(split);
-  cmd->add_option("--batch-size", args->batch_size, "Sequences per batch (default: the recipe's)");
-  cmd->add_option("--max-batches", args->max_batches, "Evaluate at most this many batches (default: all)");
+  cmd->add_option("--batch-size", args->batch_size, "Sequences per batch (default: the recipe's)")->check(at_least(1));
+  cmd->add_option("--max-batches", args->max_batches, "Evaluate at most this many batches (default: all)")
+      ->check(at_least(1));
   auto json_path = std::make_shared<std::string>();
   cmd->add_option("--json", *json_path, "Also write the result as JSON to this file");
   cmd->callback([args, json_path] {
@@ -66,7 +67,7 @@ void add_fill_mask_command(CLI::App& app) {
   cmd->add_option("-c,--checkpoint", args->checkpoint, "Checkpoint directory, or a run directory for its newest checkpoint")
       ->required()
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--top-k", args->top_k, "Predictions per mask")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--top-k", args->top_k, "Predictions per mask")->capture_default_str()->check(at_least(1));
   cmd->add_option("text", args->texts, "Text with one or more <mask>, e.g. \"The <mask> sat on the mat.\"")->required();
   cmd->callback([args] {
     for (const auto& text : args->texts) {

@@ -93,7 +93,11 @@ std::optional<T> from_toml(const toml::node& node, std::string& why) {
     if (x < static_cast<double>(limits::min()) || x >= end) return too_wide();
     return static_cast<T>(x);
   } else if constexpr (std::is_floating_point_v<T>) {
-    if (auto v = node.as_floating_point()) return static_cast<T>(v->get());
+    // No option means anything at ±inf or nan (an infinite learning rate once trained to nan).
+    if (auto v = node.as_floating_point()) {
+      if (!std::isfinite(v->get())) return mismatch("a finite number");
+      return static_cast<T>(v->get());
+    }
     if (auto v = node.as_integer()) return static_cast<T>(v->get());
     return mismatch("a number");
   } else if constexpr (std::is_same_v<T, std::string>) {

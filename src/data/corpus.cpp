@@ -15,13 +15,33 @@ bool is_blank(std::string_view line) { return line.find_first_not_of(" \t\f\v\r"
 
 std::string where(const LineReader& r) { return r.path() + ":" + std::to_string(r.line_number()); }
 
-// Appends `raw` as a sentence, normalised to valid UTF-8.
+// Appends `raw` as a sentence normalised to valid UTF-8, or as several of at most
+// kMaxSentenceBytes when it is longer.
 void add_sentence(std::string_view raw, Document& doc, CorpusStats& stats) {
   std::string s;
   s.reserve(raw.size());
   stats.invalid_utf8 += append_valid_utf8(raw, s);
   stats.text_bytes += s.size();
-  doc.sentences.push_back(std::move(s));
+  if (s.size() <= kMaxSentenceBytes) {
+    doc.sentences.push_back(std::move(s));
+    return;
+  }
+  ++stats.long_lines_cut;
+  std::string_view rest = s;
+  while (!rest.empty()) {
+    size_t cut = rest.size();
+    if (cut > kMaxSentenceBytes) {
+      cut = rest.find_last_of(" \t", kMaxSentenceBytes - 1);  // the piece ends with the space
+      if (cut == std::string_view::npos || cut == 0) {  // no space: the last character boundary
+        cut = kMaxSentenceBytes;
+        while ((static_cast<unsigned char>(rest[cut]) & 0xC0) == 0x80) --cut;
+      } else {
+        ++cut;
+      }
+    }
+    if (!is_blank(rest.substr(0, cut))) doc.sentences.emplace_back(rest.substr(0, cut));
+    rest.remove_prefix(cut);
+  }
 }
 
 }  // namespace
@@ -161,7 +181,12 @@ bool CorpusReader::next(Document& doc) {
       if (next_file_ == files_.size()) return false;
       const CorpusFile& f = files_[next_file_++];
       reader_ = std::make_unique<LineReader>(f.path);
-      parser_ = make_parser(f.format, options_);
+      config::CorpusFormat format = f.format;
+      if (f.stream) {  // a pipe: inspected here, from the one stream there is
+        check_is_text(f.path, reader_->buffered());
+        if (format == config::CorpusFormat::automatic) format = detect_format(f.path, reader_->buffered());
+      }
+      parser_ = make_parser(format, options_);
       ++stats_.files;
     }
     if (parser_->next(*reader_, doc, stats_)) {

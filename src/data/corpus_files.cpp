@@ -32,7 +32,12 @@ CorpusFile describe(const std::string& path, CorpusFormat format) {
   f.path = path;
   f.size = static_cast<uint64_t>(st.st_size);
   f.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  f.format = format == CorpusFormat::automatic ? detect_format(path) : format;
+  f.format = format;
+  f.stream = !S_ISREG(st.st_mode);
+  if (f.stream) return f;
+  const LineReader head(path);
+  check_is_text(path, head.buffered());
+  if (format == CorpusFormat::automatic) f.format = detect_format(path, head.buffered());
   return f;
 }
 
@@ -80,14 +85,15 @@ std::vector<CorpusFile> list_corpus_files(const std::vector<std::string>& inputs
   return files;
 }
 
-CorpusFormat detect_format(const std::string& path) {
+CorpusFormat detect_format(const std::string& path, std::string_view head) {
   if (ends_with(path, ".jsonl") || ends_with(path, ".json") || ends_with(path, ".jsonl.gz") ||
       ends_with(path, ".json.gz"))
     return CorpusFormat::jsonl;
-  LineReader reader(path);
-  std::string_view line;
-  for (int i = 0; i < 100 && reader.next(line); ++i) {
-    const size_t first = line.find_first_not_of(" \t");
+  for (int i = 0; i < 100 && !head.empty(); ++i) {
+    const size_t end = head.find('\n');
+    std::string_view line = head.substr(0, end);
+    head.remove_prefix(end == std::string_view::npos ? head.size() : end + 1);
+    const size_t first = line.find_first_not_of(" \t\r");
     if (first == std::string_view::npos) continue;
     line.remove_prefix(first);
     if (line.substr(0, 1) == "{") return CorpusFormat::jsonl;
@@ -95,6 +101,20 @@ CorpusFormat detect_format(const std::string& path) {
     return CorpusFormat::text;
   }
   return CorpusFormat::text;
+}
+
+void check_is_text(const std::string& path, std::string_view head) {
+  head = head.substr(0, 64 * 1024);
+  size_t nul = 0, control = 0;
+  for (const char c : head) {
+    const auto u = static_cast<unsigned char>(c);
+    nul += u == 0;
+    control += (u < 0x20 && u != '\t' && u != '\n' && u != '\r' && u != '\f' && u != '\v') || u == 0x7f;
+  }
+  if (nul > 0 || control * 100 > head.size())
+    LF_FAIL("corpus file '{}' is not text: its first {} bytes hold {} NUL and {} other control characters (corpus "
+            "files are plain text, JSON lines or WikiExtractor output, optionally gzipped)",
+            path, head.size(), nul, control - nul);
 }
 
 }  // namespace linformer::data

@@ -18,8 +18,11 @@
 #include <nlohmann/json.hpp>
 #include <omp.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -61,8 +64,11 @@ std::string key_of(const config::Recipe& r, const std::vector<CorpusFile>& files
   for (const auto& f : files) files_json.push_back({f.path, f.size, f.mtime_ns, std::string(config::enum_name(f.format))});
   json key = {{"version", kPreparedVersion}, {"settings", settings_of(r)}, {"files", files_json}};
   if (!r.data.tokenizer_model.empty()) {
-    const auto model = list_corpus_files({r.data.tokenizer_model}, config::CorpusFormat::text);
-    key["tokenizer_model_file"] = {model[0].size, model[0].mtime_ns};
+    struct stat st {};
+    if (::stat(r.data.tokenizer_model.c_str(), &st) != 0)
+      LF_FAIL("data.tokenizer_model '{}': {}", r.data.tokenizer_model, std::strerror(errno));
+    key["tokenizer_model_file"] = {static_cast<uint64_t>(st.st_size),
+                                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
   }
   return fmt::format("{:016x}", hash64(key.dump()));
 }
@@ -179,6 +185,10 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
     spdlog::info("corpus: {} files, {} documents, {} sentences, {} of text", reader.stats().files, documents,
                  reader.stats().sentences, Progress::format_amount(static_cast<double>(reader.stats().text_bytes),
                                                                    Progress::Unit::bytes));
+    if (reader.stats().long_lines_cut > 0)
+      spdlog::warn("{} lines longer than {} KiB were cut at spaces into sentences of at most that (a sentence takes "
+                   "about 120 bytes of memory per character to encode)",
+                   reader.stats().long_lines_cut, kMaxSentenceBytes / 1024);
   }
 
   // The tokenizer.

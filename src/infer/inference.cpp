@@ -10,6 +10,7 @@
 #include "linformer/data/shard.h"
 #include "linformer/data/special_tokens.h"
 #include "linformer/data/tokenizer.h"
+#include "linformer/model/memory_estimate.h"
 #include "linformer/nn/weights_file.h"
 #include "linformer/model/batch_adapter.h"
 #include "linformer/train/checkpoint.h"
@@ -58,6 +59,10 @@ Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked
   const ModelSpec spec = read_weights_spec(weights);
   if (batch_size <= 0) batch_size = l.recipe.train.batch_size;
   if (max_masked <= 0) max_masked = max_masked_per_batch(data::validation_masking(l.recipe), batch_size, spec.seq_len);
+  check_memory_fits(spec, batch_size, max_masked, WorkspaceUse::inference, "evaluation",
+                    fmt::format("the batch size ({}, --batch-size or the recipe's) × n = {} and the checkpoint's model "
+                                "({} layers, d_model {}, vocabulary {})",
+                                batch_size, spec.seq_len, spec.layers, spec.d_model, spec.vocab_size));
   l.model = std::make_unique<MlmModel>(spec, batch_size, max_masked, WorkspaceUse::inference);
   load_weights(weights, l.model->params());
   return l;
@@ -93,9 +98,8 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-}  // namespace
-
-EvalReport run_eval(const EvalOptions& options) {
+// The evaluation of the split or the text files that `options` name.
+EvalReport evaluate_source(const EvalOptions& options) {
   Loaded l = load(options.checkpoint, options.batch_size, 0);
   const int batch_size = options.batch_size > 0 ? options.batch_size : l.recipe.train.batch_size;
   EvalReport report;
@@ -131,6 +135,19 @@ EvalReport run_eval(const EvalOptions& options) {
   report.has_unigram = unigram != nullptr;
   report.source = fmt::format("{} ({} documents, {} tokens)", join(options.text_files), text.document_count(),
                               text.token_count());
+  return report;
+}
+
+}  // namespace
+
+EvalReport run_eval(const EvalOptions& options) {
+  LF_CHECK(options.batch_size >= 0, "--batch-size must be at least 1, not {}", options.batch_size);
+  LF_CHECK(options.max_batches >= 0, "--max-batches must be at least 1, not {}", options.max_batches);
+  EvalReport report = evaluate_source(options);
+  // A perplexity over no masked token is 1 by convention and says nothing.
+  if (report.result.masked == 0)
+    LF_FAIL("{}: no token was masked ({} tokens evaluated in {} batches), so there is nothing to evaluate: give more text",
+            report.source, report.result.tokens, report.result.batches);
   return report;
 }
 

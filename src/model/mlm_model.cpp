@@ -39,6 +39,7 @@ double MlmModel::forward_matmul_flops(const ModelSpec& spec, int64_t B, int64_t 
 MlmModel::MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked, WorkspaceUse use)
     : MlmModel(spec, max_batch, max_masked, use, PlanOnly{}) {
   ws_.allocate();
+  key_valid_.resize(static_cast<size_t>(max_batch * spec.seq_len));  // (B·n): not in a plan, which allocates nothing
 }
 
 size_t MlmModel::planned_activation_bytes(const ModelSpec& spec, int64_t max_batch, int64_t max_masked,
@@ -66,7 +67,6 @@ MlmModel::MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked,
   head_ = std::make_unique<MlmHead>(spec_, params_, ws_, max_masked);
   d_hidden_a_ = ws_.reserve_backward("d_hidden.a", rows * C);
   d_hidden_b_ = ws_.reserve_backward("d_hidden.b", rows * C);
-  key_valid_.resize(static_cast<size_t>(rows));
   stage_times_.names.push_back("embedding");
   for (int l = 0; l < spec.layers; ++l) stage_times_.names.push_back("block " + std::to_string(l));
   if (final_ln_) stage_times_.names.push_back("final_ln");

@@ -7,6 +7,7 @@
 #include "linformer/core/signals.h"
 #include "linformer/kernels/context.h"
 #include "linformer/model/batch_adapter.h"
+#include "linformer/model/memory_estimate.h"
 #include "linformer/model/mlm_model.h"
 #include "linformer/optim/adamw.h"
 #include "linformer/train/interval_meter.h"
@@ -101,9 +102,13 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
   check_resume_data(plan, identity, recipe.data.prepared_dir);
   const ModelSpec spec = ModelSpec::from_recipe(recipe);
   const int64_t B = recipe.train.batch_size, n = recipe.data.seq_len;
-  MlmModel model(spec, B,
-                 std::max(max_masked_per_batch(recipe.masking, B, n),
-                          max_masked_per_batch(data::validation_masking(recipe), B, n)));
+  const int64_t max_masked = std::max(max_masked_per_batch(recipe.masking, B, n),
+                                      max_masked_per_batch(data::validation_masking(recipe), B, n));
+  check_memory_fits(spec, B, max_masked, WorkspaceUse::training, "training",
+                    fmt::format("model.layers = {}, model.d_model = {}, model.ffn_dim = {}, data.vocab_size = {}, "
+                                "train.batch_size = {} and data.seq_len = {}",
+                                spec.layers, spec.d_model, spec.ffn_dim, spec.vocab_size, B, n));
+  MlmModel model(spec, B, max_masked);
   model.params().initialize(static_cast<uint64_t>(recipe.seed));
   AdamW optimizer(model.params(), recipe.optim);
   TrainingState state = load_resume_point(plan, spec, model.params(), optimizer);

@@ -62,6 +62,11 @@ template <class T>
 Rule<T> non_empty() {
   return {"non-empty", [](const T& x) { return !x.empty(); }};
 }
+// A name that stays one directory inside another (runs/<name>): no "/", not "." or "..".
+inline Rule<std::string> plain_name() {
+  return {"a plain name (no '/', not starting with '.')",
+          [](const std::string& x) { return x.find('/') == std::string::npos && (x.empty() || x[0] != '.'); }};
+}
 // Every element of a list is ≥ lo.
 template <class T>
 Rule<std::vector<T>> each_at_least(T lo) {

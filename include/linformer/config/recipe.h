@@ -343,7 +343,8 @@ struct Recipe {
   // Top-level options first: in TOML they must precede the first [section].
   template <class V>
   void visit(V& v) {
-    v("name", name, "", "Run name; the default run directory is runs/<name>. Default: the recipe's file name.");
+    v("name", name, "", "Run name; the default run directory is runs/<name>. Default: the recipe's file name.",
+      plain_name());
     v("seed", seed, int64_t{1}, "Seed of every random stream (init, dropout, masking, shuffling).");
     v("threads", threads, 0, "OpenMP threads (0: all cores).", at_least(0));
     v.section("data", "Corpus, tokenizer, blocks and splits.", data);

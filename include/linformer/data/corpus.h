@@ -40,7 +40,13 @@ struct CorpusStats {
   int64_t sentences = 0;
   uint64_t text_bytes = 0;    // UTF-8 bytes of the sentences returned
   int64_t invalid_utf8 = 0;   // invalid sequences replaced by U+FFFD
+  int64_t long_lines_cut = 0; // lines over kMaxSentenceBytes, cut into several sentences
 };
+
+// The longest sentence handed to the tokenizer: encoding holds about 120 bytes per character of
+// a sentence, so a one-line book of 52 MB once needed 6 GB. Longer lines are cut at a space
+// (else at a character boundary).
+inline constexpr size_t kMaxSentenceBytes = 64 * 1024;
 
 class CorpusReader {
  public:

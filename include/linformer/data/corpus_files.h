@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace linformer::data {
@@ -13,17 +14,26 @@ struct CorpusFile {
   std::string path;
   uint64_t size = 0;           // bytes on disk
   int64_t mtime_ns = 0;        // last modification, for the prepare cache key
-  config::CorpusFormat format = config::CorpusFormat::automatic;  // resolved (never automatic)
+  config::CorpusFormat format = config::CorpusFormat::automatic;  // resolved unless `stream`
+  // A pipe or device: its bytes can be read only once, so the reader checks it and resolves its
+  // format from the stream it reads.
+  bool stream = false;
 };
 
 // Expands files, directories (recursively, hidden entries skipped, sorted by path)
 // and glob patterns, in the order given. Throws linformer::Error for a path that
 // does not exist, a pattern that matches nothing, or an input with no files.
-// `format` automatic is resolved per file by detect_format().
+// `format` automatic is resolved per regular file by detect_format(); each regular file is
+// checked to be text (check_is_text).
 std::vector<CorpusFile> list_corpus_files(const std::vector<std::string>& inputs, config::CorpusFormat format);
 
-// A file's format from its name (.jsonl, .json, with or without .gz) or, failing
-// that, its first non-blank line: "{" → JSON lines, "<doc" → WikiExtractor, else text.
-config::CorpusFormat detect_format(const std::string& path);
+// A file's format from its name (.jsonl, .json, with or without .gz) or, failing that, the
+// first non-blank line of `head` (its first bytes, decompressed): "{" → JSON lines, "<doc" →
+// WikiExtractor, else text.
+config::CorpusFormat detect_format(const std::string& path, std::string_view head);
+
+// Refuses a file whose first bytes (decompressed) are not text: a NUL byte, or more than 1% of
+// control characters other than whitespace (an executable, an image, a shard given as corpus).
+void check_is_text(const std::string& path, std::string_view head);
 
 }  // namespace linformer::data

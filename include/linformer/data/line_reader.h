@@ -29,6 +29,9 @@ class LineReader {
   const std::string& path() const { return path_; }
   int64_t line_number() const { return line_number_; }  // of the line last returned, 1-based
   bool compressed() const { return compressed_; }
+  // The data read but not yet returned as lines: after construction, the file's first chunk
+  // (up to 256 KiB, decompressed), so a pipe can be inspected without losing what was read.
+  std::string_view buffered() const { return std::string_view(buffer_).substr(begin_); }
   // Bytes of the file on disk consumed so far (for progress).
   uint64_t file_offset() const;
 
