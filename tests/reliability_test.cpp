@@ -149,6 +149,31 @@ TEST_F(Reliability, SigtermThenTheHintedCommandEqualsAnUninterruptedRun) {
   EXPECT_EQ(final_weights(run), final_weights(straight));
 }
 
+// SIGKILL gives no warning: killed at eight moments (in updates, metrics rows, validations and
+// checkpoint writes alike), each time continued with --resume auto, the run ends with the rows
+// and weights of a run never killed.
+TEST_F(Reliability, SigkillAtAnyMomentThenResumeEqualsAnUninterruptedRun) {
+  TempDir runs;
+  const std::vector<std::string> settings = {"train.max_updates=600", "checkpoint.every=25", "checkpoint.keep_last=2",
+                                             "validation.every=100", "logging.every=10"};
+  const std::string straight = (runs.path() / "straight").string();
+  train(straight, settings);
+  const std::string run = (runs.path() / "run").string();
+  std::string command = kBinary + " train --recipe " + recipe_ + " --run-dir " + run + " --resume auto";
+  for (const auto& s : settings) command += " --set " + s;
+  int kills = 0;
+  for (int round = 0; round < 8; ++round) {
+    const std::string delay = std::to_string(0.05 + 0.04 * round);
+    const auto r = testing::run_command(command + " >/dev/null 2>&1 & pid=$!; sleep " + delay +
+                                        "; kill -KILL $pid 2>/dev/null && echo killed; wait $pid");
+    kills += r.output.find("killed") != std::string::npos;
+  }
+  EXPECT_GE(kills, 4) << "the run finished before most kills: lengthen it";
+  EXPECT_EQ(train(run, settings, "auto").updates, 600);
+  EXPECT_EQ(metric_rows(run), metric_rows(straight));
+  EXPECT_EQ(final_weights(run), final_weights(straight));
+}
+
 TEST_F(Reliability, ResumeAutoPassesOverADamagedNewestCheckpointAndSaysWhy) {
   TempDir runs;
   const std::vector<std::string> settings = {"validation.every=4", "checkpoint.every=4"};
