@@ -230,11 +230,38 @@ def summarize(results, name):
         "tokens_per_second": last["tokens"] / last["elapsed_seconds"] if last["elapsed_seconds"] else None,
         "median_interval_tokens_per_second": median([r["tokens_per_second"] for r in rows
                                                      if r["kind"] == "train" and r.get("tokens_per_second")]),
+        "within_minutes": within_minutes(rows, BUDGET_MINUTES),
         "wall_minutes": last["elapsed_seconds"] / 60,
         "peak_rss_mb": max(s["peak_rss_mb"] for s in sessions),
         "machine": "; ".join(sorted({f"{s['machine']['kind']} ({s['machine']['cpu']}), commit {s['machine']['commit']}"
                                      for s in sessions})),
     }
+
+
+BUDGET_MINUTES = (10, 15, 30)
+
+
+def within_minutes(rows, budgets):
+    """{minutes: [perplexity, ratio to unigram] of the last validation within that much training at the
+    run's median interval speed}, None where the run ended sooner. The median speed, not the wall clock,
+    so that a machine busy with other work does not move the answer."""
+    speed = median([r["tokens_per_second"] for r in rows if r["kind"] == "train" and r.get("tokens_per_second")])
+    valid = [r for r in rows if r["kind"] == "valid"]
+    out = {}
+    for minutes in budgets:
+        tokens = speed * 60 * minutes if speed else 0
+        reached = [r for r in valid if r["tokens"] <= tokens]
+        if not reached or tokens > valid[-1]["tokens"] * 1.02:
+            out[str(minutes)] = None
+            continue
+        r = reached[-1]
+        unigram = r.get("unigram_perplexity")
+        out[str(minutes)] = [r["perplexity"], r["perplexity"] / unigram if unigram else None]
+    return out
+
+
+def budget_cell(value):
+    return "–" if value is None else f"{fmt(value[0])} ({fmt(value[1], 3)})"
 
 
 def median(values):
@@ -287,6 +314,7 @@ def report(experiments, args, log):
                   "validation loss; tokens/s and wall time include validation and checkpoints; the median tokens/s of the "
                   "logged training intervals is the least disturbed by anything else running on the machine.\n\n"
                 + TABLE_HEADER + "".join(table_row(s) for s in summaries)
+                + budget_table(summaries)
                 + ("\nNot run yet: " + ", ".join(missing) + "\n" if missing else "")
                 + "\nMachine: " + " / ".join(machines) + "\n")
         with open(os.path.join(out, "README.md"), "w") as f:
@@ -295,6 +323,20 @@ def report(experiments, args, log):
             json.dump(summaries, f, indent=2)
             f.write("\n")
         log(f"{experiment}: {len(done)} of {len(e['names'])} runs in {out}/README.md and curves.png/svg")
+
+
+def budget_table(summaries):
+    """What 10, 15 and 30 minutes of training reach; nothing when every run ended sooner."""
+    if all(s["within_minutes"][str(m)] is None for s in summaries for m in BUDGET_MINUTES):
+        return ""
+    return ("\nValidation perplexity (× unigram) reached within "
+            + ", ".join(str(m) for m in BUDGET_MINUTES)
+            + " minutes of training at each run's median speed (the last validation within that many tokens; "
+              "– where the run ended sooner; prepare, about 1.5 minutes, not included):\n\n"
+            + "| run | " + " | ".join(f"{m} min" for m in BUDGET_MINUTES) + " |\n"
+            + "|---|" + "---|" * len(BUDGET_MINUTES) + "\n"
+            + "".join(f"| {s['name']} | " + " | ".join(budget_cell(s["within_minutes"][str(m)]) for m in BUDGET_MINUTES)
+                      + " |\n" for s in summaries))
 
 
 # ---------------------------------------------------------------------------------------------
