@@ -30,6 +30,8 @@ class RunExperiments(unittest.TestCase):
         self.manifest = os.path.join(d, "experiments.toml")
         with open(self.manifest, "w") as f:
             f.write(f'[tiny_k]\ntitle = "Tiny: effect of k"\nrecipes = ["{tiny}", "tiny_k8.toml"]\n'
+                    f'[tiny_k.claim]\npaper = "Tiny claim"\nordered = ["{tiny}", "tiny_k8.toml"]\n'
+                    f'baseline = "{tiny}"\non_par = "tiny_k8.toml"\ntolerance = 0.05\n'
                     f'[other]\nrecipes = ["tiny_k8.toml"]\n')
         self.runs = os.path.join(d, "runs")
         self.results = os.path.join(d, "results")
@@ -78,6 +80,21 @@ class RunExperiments(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(folder, "recipe.toml")))
             with open(table) as f:
                 self.assertIn(f"| {name} | {updates} |", f.read())
+
+        # The claim's checks, recomputed from metrics.csv's final validations.
+        final = {}
+        for name in ("tiny", "tiny_k8"):
+            with open(os.path.join(self.results, "runs", name, "metrics.csv")) as f:
+                final[name] = float([row for row in csv.DictReader(f) if row["kind"] == "valid"][-1]["perplexity"])
+        gap = final["tiny_k8"] / final["tiny"] - 1
+        with open(table) as f:
+            report = f.read()
+        self.assertIn("## The paper's claim", report)
+        self.assertIn(f"| Tiny claim | perplexity falls along tiny → tiny_k8 | {final['tiny']:,.1f} → {final['tiny_k8']:,.1f} | "
+                      + ("agrees" if final["tiny"] > final["tiny_k8"] else "does not agree") + " |", report)
+        self.assertIn(f"({gap:+.1%}) | " + ("agrees" if abs(gap) <= 0.05 else "does not agree") + " |", report)
+        with open(os.path.join(self.results, "README.md")) as f:
+            self.assertIn("| Tiny claim ([tiny_k](tiny_k/)) | perplexity falls along", f.read())
 
         # Everything is done: a second run trains nothing.
         r = self.run_script("tiny_k")
