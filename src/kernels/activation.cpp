@@ -29,4 +29,15 @@ void gelu_backward(const float* dy, const float* x, float* dx, int64_t n) {
   }
 }
 
+void tanh_forward(const float* x, float* y, int64_t n) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+}
+
+void tanh_backward(const float* dy, const float* y, float* dx, int64_t n) {
+  // In the forward pass: y = tanh(x). So dy/dx = 1 - y².
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+}
+
 }  // namespace linformer

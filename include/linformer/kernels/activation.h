@@ -11,4 +11,9 @@ void gelu_forward(const float* x, float* y, int64_t n);
 // dx = dy * gelu'(x); overwrites dx (may alias dy).
 void gelu_backward(const float* dy, const float* x, float* dx, int64_t n);
 
+// y = tanh(x), elementwise; y may alias x.
+void tanh_forward(const float* x, float* y, int64_t n);
+// dx = dy * (1 - y²) from the forward's output y; overwrites dx (may alias dy).
+void tanh_backward(const float* dy, const float* y, float* dx, int64_t n);
+
 }  // namespace linformer
