@@ -1,45 +1,23 @@
 #include "linformer/model/mlm_model.h"
 
-#include <algorithm>
-
-#include <chrono>
 
 namespace linformer {
 
-void StageTimes::reset() {
-  std::fill(forward_seconds.begin(), forward_seconds.end(), 0.0);
-  std::fill(backward_seconds.begin(), backward_seconds.end(), 0.0);
-}
-
-template <class Body>
-void MlmModel::timed(std::vector<double>& seconds, size_t index, Body&& body) {
-  if (!timing_) return body();
-  const auto start = std::chrono::steady_clock::now();
-  body();
-  seconds[index] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 ParameterTable MlmModel::parameter_table(const ModelSpec& spec) {
-  spec.validate();  // the layers index k_per_layer and divide by heads
   ParameterTable table;
-  Embedding::declare(table, spec);
-  Attention::declare_shared(table, spec);
-  for (int l = 0; l < spec.layers; ++l) EncoderBlock::declare(table, spec, l);
-  if (spec.norm == config::NormPlacement::pre) LayerNorm::declare(table, "final_ln", spec.d_model);
+  Encoder::declare(table, spec);
   MlmHead::declare(table, spec);
   return table;
 }
 
 double MlmModel::forward_matmul_flops(const ModelSpec& spec, int64_t B, int64_t T, int64_t M) {
-  double flops = 0;
-  for (int l = 0; l < spec.layers; ++l) flops += EncoderBlock::forward_flops(spec, l, B, T);
-  return flops + MlmHead::forward_flops(spec, static_cast<double>(M));
+  return Encoder::forward_flops(spec, B, T) + MlmHead::forward_flops(spec, static_cast<double>(M));
 }
 
 MlmModel::MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked, WorkspaceUse use)
     : MlmModel(spec, max_batch, max_masked, use, PlanOnly{}) {
   ws_.allocate();
-  key_valid_.resize(static_cast<size_t>(max_batch * spec.seq_len));  // (B·n): not in a plan, which allocates nothing
+  encoder_.allocate_padding_mask();  // not in a plan, which allocates nothing
 }
 
 size_t MlmModel::planned_activation_bytes(const ModelSpec& spec, int64_t max_batch, int64_t max_masked,
@@ -48,31 +26,22 @@ size_t MlmModel::planned_activation_bytes(const ModelSpec& spec, int64_t max_bat
 }
 
 MlmModel::MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked, WorkspaceUse use, PlanOnly)
-    : spec_(spec), max_batch_(max_batch), max_masked_(max_masked), params_(spec, parameter_table(spec)), ws_(use) {
+    : spec_(spec),
+      max_batch_(max_batch),
+      max_masked_(max_masked),
+      params_(spec, parameter_table(spec)),
+      ws_(use),
+      timer_(stage_names(spec)),
+      encoder_(spec_, params_, ws_, max_batch, timer_) {
   LF_CHECK(max_batch > 0 && max_masked > 0, "model capacity: batch {} and masked positions {} must be positive",
            max_batch, max_masked);
-  const int64_t rows = max_batch * spec.seq_len, C = spec.d_model;
-  embedding_ = std::make_unique<Embedding>(spec_, params_, ws_, max_batch);
-  for (int l = 0; l < spec.layers; ++l) blocks_.push_back(std::make_unique<EncoderBlock>(spec_, params_, ws_, l, max_batch));
-  for (int l = 0; l <= spec.layers; ++l)
-    hidden_.push_back(ws_.inference() ? ws_.reserve_shared(l % 2 ? "hidden.odd" : "hidden.even", rows * C)
-                                      : ws_.reserve("hidden" + std::to_string(l), rows * C));
-  final_ = final_mean_ = final_rstd_ = -1;
-  if (spec.norm == config::NormPlacement::pre) {
-    final_ln_ = std::make_unique<LayerNorm>(params_, "final_ln");
-    final_ = ws_.reserve("final", rows * C);
-    final_mean_ = ws_.reserve("final.mean", rows);
-    final_rstd_ = ws_.reserve("final.rstd", rows);
-  }
   head_ = std::make_unique<MlmHead>(spec_, params_, ws_, max_masked);
-  d_hidden_a_ = ws_.reserve_backward("d_hidden.a", rows * C);
-  d_hidden_b_ = ws_.reserve_backward("d_hidden.b", rows * C);
-  stage_times_.names.push_back("embedding");
-  for (int l = 0; l < spec.layers; ++l) stage_times_.names.push_back("block " + std::to_string(l));
-  if (final_ln_) stage_times_.names.push_back("final_ln");
-  stage_times_.names.push_back("mlm head + loss");
-  stage_times_.forward_seconds.assign(stage_times_.names.size(), 0.0);
-  stage_times_.backward_seconds.assign(stage_times_.names.size(), 0.0);
+}
+
+std::vector<std::string> MlmModel::stage_names(const ModelSpec& spec) {
+  std::vector<std::string> names = Encoder::stage_names(spec);
+  names.push_back("mlm head + loss");
+  return names;
 }
 
 void MlmModel::check_batch(const MlmBatchView& b) const {
@@ -96,34 +65,12 @@ void MlmModel::check_batch(const MlmBatchView& b) const {
 StepResult MlmModel::run_forward(const MlmBatchView& batch, const Pass& pass, float grad_scale) {
   check_batch(batch);
   LF_CHECK(!(pass.training && ws_.inference()), "an inference model cannot run a training pass (dropout)");
-  geometry_ = {batch.B, batch.T, batch.lengths};
   last_masked_ = batch.M;
-  const int64_t C = spec_.d_model;
-  const Shape shaped{batch.B, batch.T, C};
-  for (int64_t b = 0; b < batch.B; ++b)
-    for (int64_t t = 0; t < batch.T; ++t) key_valid_[b * batch.T + t] = t < batch.lengths[b];
-
-  auto& seconds = stage_times_.forward_seconds;
-  size_t stage = 0;
-  timed(seconds, stage++, [&] { embedding_->forward(geometry_, batch.ids, ws_.view(hidden_[0], shaped), pass); });
-  for (int l = 0; l < spec_.layers; ++l)
-    timed(seconds, stage++, [&] {
-      blocks_[l]->forward(geometry_, ws_.view(hidden_[l], shaped), ws_.view(hidden_[l + 1], shaped),
-                          key_valid_.data(), pass);
-    });
-  TensorView<float> out = ws_.view(hidden_[spec_.layers], shaped);
-  if (final_ln_) {
-    const int64_t rows = geometry_.rows();
-    timed(seconds, stage++, [&] {
-      final_ln_->forward(out.reshape(Shape{rows, C}), ws_.view(final_, Shape{rows, C}),
-                         ws_.view(final_mean_, Shape{rows}).data(), ws_.view(final_rstd_, Shape{rows}).data());
-    });
-    out = ws_.view(final_, shaped);
-  }
+  const TensorView<const float> out = encoder_.forward(batch.B, batch.T, batch.ids, batch.lengths, pass);
   CrossEntropyResult ce;
-  timed(seconds, stage++, [&] {
-    ce = head_->forward(out.reshape(Shape{geometry_.rows(), C}), batch.masked_positions, batch.targets, batch.M,
-                        grad_scale);
+  timer_.forward(head_stage(), [&] {
+    ce = head_->forward(out.reshape(Shape{batch.B * batch.T, spec_.d_model}), batch.masked_positions, batch.targets,
+                        batch.M, grad_scale);
   });
   return {ce.loss_sum, ce.correct, batch.M};
 }
@@ -134,35 +81,16 @@ StepResult MlmModel::forward_backward(const MlmBatchView& batch, const Pass& pas
   LF_CHECK(grad_scale != 0.0f, "forward_backward needs a non-zero gradient scale");
   LF_CHECK(!ws_.inference(), "forward_backward on an inference model (it keeps no activations for backward)");
   const StepResult result = run_forward(batch, pass, grad_scale);
-  const int64_t C = spec_.d_model, rows = geometry_.rows();
-  const Shape shaped{batch.B, batch.T, C};
-  TensorView<float> d_cur = ws_.view(d_hidden_a_, shaped), d_next = ws_.view(d_hidden_b_, shaped);
-
-  auto& seconds = stage_times_.backward_seconds;
-  size_t stage = stage_times_.names.size() - 1;
-  timed(seconds, stage--, [&] { head_->backward(d_cur.reshape(Shape{rows, C}), batch.masked_positions, batch.M); });
-  if (final_ln_) {
-    // final = LN(hidden[L]).
-    timed(seconds, stage--, [&] {
-      final_ln_->backward(d_cur.reshape(Shape{rows, C}), ws_.view(hidden_[spec_.layers], Shape{rows, C}),
-                          ws_.view(final_mean_, Shape{rows}).data(), ws_.view(final_rstd_, Shape{rows}).data(),
-                          d_next.reshape(Shape{rows, C}));
-    });
-    std::swap(d_cur, d_next);
-  }
-  for (int l = spec_.layers - 1; l >= 0; --l) {
-    timed(seconds, stage--, [&] { blocks_[l]->backward(geometry_, ws_.view(hidden_[l], shaped), d_cur, d_next, pass); });
-    std::swap(d_cur, d_next);
-  }
-  timed(seconds, stage, [&] { embedding_->backward(geometry_, batch.ids, d_cur, pass); });
+  const TensorView<float> d_out = encoder_.output_gradient();
+  timer_.backward(head_stage(), [&] {
+    head_->backward(d_out.reshape(Shape{batch.B * batch.T, spec_.d_model}), batch.masked_positions, batch.M);
+  });
+  encoder_.backward(batch.ids, pass);
   return result;
 }
 
 TensorView<const float> MlmModel::logits() const { return head_->logits(last_masked_); }
 
-TensorView<const float> MlmModel::encoder_output() const {
-  const Shape shaped{geometry_.B, geometry_.T, spec_.d_model};
-  return final_ln_ ? ws_.view(final_, shaped) : ws_.view(hidden_[spec_.layers], shaped);
-}
+TensorView<const float> MlmModel::encoder_output() const { return encoder_.output(); }
 
 }  // namespace linformer

@@ -1,13 +1,13 @@
 #pragma once
-// The masked-LM encoder: embedding, L encoder blocks, (pre-LN: a final
-// LayerNorm), and the MLM head at the masked positions.
+// The masked-LM model: the encoder (embedding, L blocks, pre-LN's final LayerNorm) and the
+// MLM head at the masked positions. Stages timed: the encoder's, then "mlm head + loss".
 //
 // Capacity (largest batch, largest number of masked positions) is fixed at
 // construction; every buffer is allocated then, none during a step.
 
-#include "linformer/layers/embedding.h"
-#include "linformer/layers/encoder_block.h"
 #include "linformer/layers/mlm_head.h"
+#include "linformer/model/encoder.h"
+#include "linformer/model/stage_times.h"
 #include "linformer/nn/parameters.h"
 
 #include <memory>
@@ -24,14 +24,6 @@ struct MlmBatchView {
   int64_t M = 0;                              // masked positions
   const int32_t* masked_positions = nullptr;  // (M) flat b·T + t, at real tokens
   const int32_t* targets = nullptr;           // (M) original ids
-};
-
-// Wall time per stage of the model, summed over the passes since reset (bench train's
-// breakdown). Stages: "embedding", "block 0" … "block L-1", "final_ln" (pre-LN), "mlm head + loss".
-struct StageTimes {
-  std::vector<std::string> names;
-  std::vector<double> forward_seconds, backward_seconds;
-  void reset();
 };
 
 struct StepResult {
@@ -71,8 +63,8 @@ class MlmModel {
   StepResult forward_backward(const MlmBatchView& batch, const Pass& pass, float grad_scale);
 
   // Per-stage timing (off by default: it adds a clock read per stage).
-  void enable_stage_timing(bool on) { timing_ = on; }
-  StageTimes& stage_times() { return stage_times_; }
+  void enable_stage_timing(bool on) { timer_.enable(on); }
+  StageTimes& stage_times() { return timer_.times(); }
 
   TensorView<const float> logits() const;          // (M, V), after forward()
   TensorView<const float> encoder_output() const;  // (B, T, C), after forward()
@@ -80,6 +72,8 @@ class MlmModel {
  private:
   struct PlanOnly {};
   MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked, WorkspaceUse use, PlanOnly);
+  static std::vector<std::string> stage_names(const ModelSpec& spec);
+  size_t head_stage() const { return timer_.times().names.size() - 1; }
   void check_batch(const MlmBatchView& batch) const;
   StepResult run_forward(const MlmBatchView& batch, const Pass& pass, float grad_scale);
 
@@ -87,21 +81,10 @@ class MlmModel {
   int64_t max_batch_, max_masked_;
   Parameters params_;
   Workspace ws_;
-  std::unique_ptr<Embedding> embedding_;
-  std::vector<std::unique_ptr<EncoderBlock>> blocks_;
-  std::unique_ptr<LayerNorm> final_ln_;
+  StageTimer timer_;
+  Encoder encoder_;
   std::unique_ptr<MlmHead> head_;
-  // hidden_[l]: the input of block l (B, T, C); hidden_[L] the last output. Inference: two buffers, alternating.
-  std::vector<int> hidden_;
-  int final_, final_mean_, final_rstd_, d_hidden_a_, d_hidden_b_;
-  std::vector<uint8_t> key_valid_;  // (B, T): 1 at real tokens
-  BatchGeometry geometry_;
   int64_t last_masked_ = 0;
-  bool timing_ = false;
-  StageTimes stage_times_;
-  // Runs body() and, when timing, adds its wall time to stage `index` of `seconds`.
-  template <class Body>
-  void timed(std::vector<double>& seconds, size_t index, Body&& body);
 };
 
 }  // namespace linformer

@@ -1,0 +1,58 @@
+#pragma once
+// The encoder every task shares: embedding, L encoder blocks and (pre-LN) a final LayerNorm,
+// from token ids to the final states (B, T, C). The masked-LM model and the sequence
+// classifier put their own head on it.
+//
+// Capacity (largest batch) is fixed at construction; its buffers are reserved in the
+// caller's workspace, which allocates them all at once.
+
+#include "linformer/layers/embedding.h"
+#include "linformer/layers/encoder_block.h"
+#include "linformer/layers/layer_norm.h"
+#include "linformer/model/stage_times.h"
+
+#include <memory>
+#include <vector>
+
+namespace linformer {
+
+class Encoder {
+ public:
+  // Reserves its buffers in ws; `timer` counts its stages ("embedding", "block l", "final_ln").
+  Encoder(const ModelSpec& spec, const Parameters& params, Workspace& ws, int64_t max_batch, StageTimer& timer);
+  // embed.*, the blocks' tensors (and the shared Linformer projections), final_ln (pre-LN).
+  static void declare(ParameterTable& table, const ModelSpec& spec);
+  // Matmul FLOPs of one forward pass over B rows of T tokens (backward: twice as many).
+  static double forward_flops(const ModelSpec& spec, int64_t B, int64_t T);
+  static std::vector<std::string> stage_names(const ModelSpec& spec);
+
+  // The padding mask's memory: not reserved in a plan that allocates nothing.
+  void allocate_padding_mask();
+
+  // ids (B, T), <pad> after each row's length; lengths (B), 1 ≤ lengths[b] ≤ T. Returns the
+  // final states (B, T, C), valid until the next forward.
+  TensorView<const float> forward(int64_t B, int64_t T, const int32_t* ids, const int32_t* lengths, const Pass& pass);
+  TensorView<const float> output() const;  // (B, T, C) of the last forward
+  // The buffer (B, T, C) the head writes the gradient of the final states into before backward().
+  TensorView<float> output_gradient() const;
+  // From output_gradient() back to the embedding: parameter gradients accumulate. The batch
+  // (ids, lengths) must be the last forward's.
+  void backward(const int32_t* ids, const Pass& pass);
+
+ private:
+  const ModelSpec& spec_;
+  const Workspace& ws_;
+  StageTimer& timer_;
+  std::unique_ptr<Embedding> embedding_;
+  std::vector<std::unique_ptr<EncoderBlock>> blocks_;
+  std::unique_ptr<LayerNorm> final_ln_;
+  // hidden_[l]: the input of block l (B, T, C); hidden_[L] the last output. Inference: two buffers, alternating.
+  std::vector<int> hidden_;
+  int final_ = -1, final_mean_ = -1, final_rstd_ = -1;  // pre-LN: (B·T, C), (B·T), (B·T)
+  int d_hidden_a_, d_hidden_b_;                         // backward scratch (B, T, C) ×2
+  int64_t key_valid_capacity_ = 0;                      // B·n
+  std::vector<uint8_t> key_valid_;                      // (B, T): 1 at real tokens
+  BatchGeometry geometry_;
+};
+
+}  // namespace linformer

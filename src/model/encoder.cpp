@@ -1,0 +1,104 @@
+#include "linformer/model/encoder.h"
+
+#include <utility>
+
+namespace linformer {
+
+void Encoder::declare(ParameterTable& table, const ModelSpec& spec) {
+  spec.validate();  // the layers index k_per_layer and divide by heads
+  Embedding::declare(table, spec);
+  Attention::declare_shared(table, spec);
+  for (int l = 0; l < spec.layers; ++l) EncoderBlock::declare(table, spec, l);
+  if (spec.norm == config::NormPlacement::pre) LayerNorm::declare(table, "final_ln", spec.d_model);
+}
+
+double Encoder::forward_flops(const ModelSpec& spec, int64_t B, int64_t T) {
+  double flops = 0;
+  for (int l = 0; l < spec.layers; ++l) flops += EncoderBlock::forward_flops(spec, l, B, T);
+  return flops;
+}
+
+std::vector<std::string> Encoder::stage_names(const ModelSpec& spec) {
+  std::vector<std::string> names{"embedding"};
+  for (int l = 0; l < spec.layers; ++l) names.push_back("block " + std::to_string(l));
+  if (spec.norm == config::NormPlacement::pre) names.push_back("final_ln");
+  return names;
+}
+
+Encoder::Encoder(const ModelSpec& spec, const Parameters& params, Workspace& ws, int64_t max_batch, StageTimer& timer)
+    : spec_(spec), ws_(ws), timer_(timer) {
+  LF_CHECK(max_batch > 0, "model capacity: batch {} must be positive", max_batch);
+  const int64_t rows = max_batch * spec.seq_len, C = spec.d_model;
+  embedding_ = std::make_unique<Embedding>(spec_, params, ws, max_batch);
+  for (int l = 0; l < spec.layers; ++l) blocks_.push_back(std::make_unique<EncoderBlock>(spec_, params, ws, l, max_batch));
+  for (int l = 0; l <= spec.layers; ++l)
+    hidden_.push_back(ws.inference() ? ws.reserve_shared(l % 2 ? "hidden.odd" : "hidden.even", rows * C)
+                                     : ws.reserve("hidden" + std::to_string(l), rows * C));
+  if (spec.norm == config::NormPlacement::pre) {
+    final_ln_ = std::make_unique<LayerNorm>(params, "final_ln");
+    final_ = ws.reserve("final", rows * C);
+    final_mean_ = ws.reserve("final.mean", rows);
+    final_rstd_ = ws.reserve("final.rstd", rows);
+  }
+  d_hidden_a_ = ws.reserve_backward("d_hidden.a", rows * C);
+  d_hidden_b_ = ws.reserve_backward("d_hidden.b", rows * C);
+  key_valid_capacity_ = rows;
+}
+
+void Encoder::allocate_padding_mask() { key_valid_.resize(static_cast<size_t>(key_valid_capacity_)); }
+
+TensorView<const float> Encoder::forward(int64_t B, int64_t T, const int32_t* ids, const int32_t* lengths,
+                                         const Pass& pass) {
+  LF_CHECK(static_cast<int64_t>(key_valid_.size()) >= B * T, "the encoder's padding mask is not allocated");
+  geometry_ = {B, T, lengths};
+  const int64_t C = spec_.d_model, rows = geometry_.rows();
+  const Shape shaped{B, T, C};
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) key_valid_[b * T + t] = t < lengths[b];
+
+  size_t stage = 0;
+  timer_.forward(stage++, [&] { embedding_->forward(geometry_, ids, ws_.view(hidden_[0], shaped), pass); });
+  for (int l = 0; l < spec_.layers; ++l)
+    timer_.forward(stage++, [&] {
+      blocks_[l]->forward(geometry_, ws_.view(hidden_[l], shaped), ws_.view(hidden_[l + 1], shaped), key_valid_.data(),
+                          pass);
+    });
+  if (final_ln_)
+    timer_.forward(stage++, [&] {
+      final_ln_->forward(ws_.view(hidden_[spec_.layers], Shape{rows, C}), ws_.view(final_, Shape{rows, C}),
+                         ws_.view(final_mean_, Shape{rows}).data(), ws_.view(final_rstd_, Shape{rows}).data());
+    });
+  return output();
+}
+
+TensorView<const float> Encoder::output() const {
+  const Shape shaped{geometry_.B, geometry_.T, spec_.d_model};
+  return final_ln_ ? ws_.view(final_, shaped) : ws_.view(hidden_[spec_.layers], shaped);
+}
+
+TensorView<float> Encoder::output_gradient() const {
+  return ws_.view(d_hidden_a_, Shape{geometry_.B, geometry_.T, spec_.d_model});
+}
+
+void Encoder::backward(const int32_t* ids, const Pass& pass) {
+  const int64_t C = spec_.d_model, rows = geometry_.rows();
+  const Shape shaped{geometry_.B, geometry_.T, C};
+  TensorView<float> d_cur = output_gradient(), d_next = ws_.view(d_hidden_b_, shaped);
+  size_t stage = stage_names(spec_).size() - 1;
+  if (final_ln_) {
+    // final = LN(hidden[L]).
+    timer_.backward(stage--, [&] {
+      final_ln_->backward(d_cur.reshape(Shape{rows, C}), ws_.view(hidden_[spec_.layers], Shape{rows, C}),
+                          ws_.view(final_mean_, Shape{rows}).data(), ws_.view(final_rstd_, Shape{rows}).data(),
+                          d_next.reshape(Shape{rows, C}));
+    });
+    std::swap(d_cur, d_next);
+  }
+  for (int l = spec_.layers - 1; l >= 0; --l) {
+    timer_.backward(stage--, [&] { blocks_[l]->backward(geometry_, ws_.view(hidden_[l], shaped), d_cur, d_next, pass); });
+    std::swap(d_cur, d_next);
+  }
+  timer_.backward(stage, [&] { embedding_->backward(geometry_, ids, d_cur, pass); });
+}
+
+}  // namespace linformer
