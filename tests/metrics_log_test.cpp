@@ -56,7 +56,7 @@ TEST(MetricsLog, ResumeDropsRowsAfterTheCheckpointAndAppends) {
 
 TEST(MetricsLog, OlderCsvGetsTodaysColumnsByName) {
   testing::TempDir dir;
-  // A metrics.csv from before the unigram column existed, resumed from update 10.
+  // A metrics.csv from before the unigram and macro F1 columns existed, resumed from update 10.
   dir.write("metrics.csv",
             "kind,update,tokens,epoch,lr,loss,perplexity,accuracy,grad_norm,tokens_per_second,elapsed_seconds\n"
             "train,10,4096,0,0.001,6.5,665.14,0.1,1.2,9000.0,4.50\n"
@@ -70,9 +70,9 @@ TEST(MetricsLog, OlderCsvGetsTodaysColumnsByName) {
   const auto csv = lines(dir.path().string() + "/metrics.csv");
   ASSERT_EQ(csv.size(), 3u);
   EXPECT_EQ(csv[0],
-            "kind,update,tokens,epoch,lr,loss,perplexity,accuracy,grad_norm,unigram_perplexity,tokens_per_second,"
-            "elapsed_seconds");
-  EXPECT_EQ(csv[1], "train,10,4096,0,0.001,6.5,665.14,0.1,1.2,,9000.0,4.50");
+            "kind,update,tokens,epoch,lr,loss,perplexity,accuracy,grad_norm,unigram_perplexity,macro_f1,"
+            "tokens_per_second,elapsed_seconds");
+  EXPECT_EQ(csv[1], "train,10,4096,0,0.001,6.5,665.14,0.1,1.2,,,9000.0,4.50");
   EXPECT_EQ(csv[2].rfind("valid,20,", 0), 0u);
   EXPECT_NE(csv[2].find(",940.5000,"), std::string::npos) << csv[2];
 }

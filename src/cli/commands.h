@@ -25,6 +25,8 @@ void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_fill_mask_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_finetune_command(CLI::App& app);
+void add_classify_command(CLI::App& app);
 void add_options_command(CLI::App& app);
 
 }  // namespace linformer::cli

@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
   linformer::cli::add_train_command(app);
   linformer::cli::add_eval_command(app);
   linformer::cli::add_fill_mask_command(app);
+  linformer::cli::add_finetune_command(app);
+  linformer::cli::add_classify_command(app);
   linformer::cli::add_bench_command(app);
   linformer::cli::add_options_command(app);
 

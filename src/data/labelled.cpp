@@ -2,6 +2,7 @@
 
 #include "linformer/core/check.h"
 #include "linformer/core/rng.h"
+#include "linformer/data/corpus_files.h"
 #include "linformer/data/line_reader.h"
 #include "linformer/data/utf8.h"
 
@@ -119,6 +120,63 @@ LabelledSet read_labelled_file(const std::string& path, const Tokenizer& tokeniz
     set.offsets.push_back(static_cast<int64_t>(set.tokens.size()));
     set.label_ids.push_back(id_of.at(documents[d].label));
     set.truncated += cut[d];
+  }
+  return set;
+}
+
+LabelledSet read_documents_to_classify(const std::vector<std::string>& paths, const Tokenizer& tokenizer,
+                                       const LabelledFileOptions& options, std::vector<std::string>& sources) {
+  LF_CHECK(options.max_len >= 2, "documents of at most {} tokens: need room for <s> and one token", options.max_len);
+  std::vector<std::string> texts;
+  sources.clear();
+  for (const auto& path : paths) {
+    std::string name = path;
+    if (name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0) name.resize(name.size() - 3);
+    const bool json_lines = name.size() > 5 && (name.compare(name.size() - 6, 6, ".jsonl") == 0 ||
+                                                name.compare(name.size() - 5, 5, ".json") == 0);
+    LineReader in(path);
+    if (!json_lines) check_is_text(path, in.buffered());  // a binary file is refused, not classified
+    std::string_view line;
+    std::string text, clean;
+    while (in.next(line)) {
+      if (!json_lines) {
+        text.append(line).push_back('\n');
+        continue;
+      }
+      if (is_blank(line)) continue;
+      const std::string where = fmt::format("{}:{}", path, in.line_number());
+      clean.clear();
+      append_valid_utf8(line, clean);
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(clean);
+      } catch (const nlohmann::json::exception& e) {
+        LF_FAIL("{}: invalid JSON line: {}", where, e.what());
+      }
+      const auto field = j.is_object() ? j.find(options.text_field) : j.end();
+      if (!j.is_object() || field == j.end() || !field->is_string())
+        LF_FAIL("{}: no string field \"{}\" (--text-field names the field that holds the text)", where,
+                options.text_field);
+      texts.push_back(field->get<std::string>());
+      sources.push_back(where);
+    }
+    if (!json_lines) {
+      clean.clear();
+      append_valid_utf8(text, clean);
+      texts.push_back(clean);
+      sources.push_back(path);
+    }
+  }
+  if (texts.empty()) LF_FAIL("no documents to classify in {}", paths.empty() ? std::string("(no files)") : paths[0]);
+  LabelledSet set;
+  set.path = paths.size() == 1 ? paths[0] : fmt::format("{} files", paths.size());
+  set.offsets.push_back(0);
+  std::vector<int> ids;
+  for (const auto& text : texts) {
+    set.truncated += encode_document(text, tokenizer, options.max_len, ids);
+    set.tokens.insert(set.tokens.end(), ids.begin(), ids.end());
+    set.offsets.push_back(static_cast<int64_t>(set.tokens.size()));
+    set.label_ids.push_back(0);
   }
   return set;
 }

@@ -45,12 +45,18 @@ ModelSpec spec_of(const safetensors::File& file) {
 
 ModelSpec read_weights_spec(const std::string& path) { return spec_of(safetensors::File::read(path)); }
 
-void load_weights(const std::string& path, Parameters& params) {
+namespace {
+// The tensors of params that `loaded` selects, checked against the file (present, F32, same
+// shape) and copied; returns the file's tensors params does not have (refused, before anything
+// is copied, unless allow_others).
+template <class Selected>
+std::vector<std::string> load_selected(const std::string& path, Parameters& params, bool allow_others, Selected loaded) {
   const auto file = safetensors::File::read(path);
   spec_of(file);  // the format check
-  std::set<std::string> expected;
+  std::set<std::string> ours;
   for (const auto& p : params.table()) {
-    expected.insert(p.name);
+    ours.insert(p.name);
+    if (!loaded(p.name)) continue;
     if (!file.contains(p.name)) LF_FAIL("{}: missing tensor '{}'", path, p.name);
     const auto& info = file.info(p.name);
     if (info.dtype != safetensors::DType::F32)
@@ -63,10 +69,24 @@ void load_weights(const std::string& path, Parameters& params) {
       LF_FAIL("{}: tensor '{}' has shape {}), the model needs {}", path, p.name, got, p.shape.str());
     }
   }
+  std::vector<std::string> others;
   for (const auto& name : file.names())
-    if (!expected.count(name)) LF_FAIL("{}: unexpected tensor '{}' (not part of this model)", path, name);
+    if (!ours.count(name)) others.push_back(name);
+  if (!allow_others && !others.empty())
+    LF_FAIL("{}: unexpected tensor '{}' (not part of this model)", path, others.front());
   for (const auto& p : params.table())
-    std::memcpy(params.value(p.name).data(), file.data(p.name), static_cast<size_t>(p.shape.numel()) * sizeof(float));
+    if (loaded(p.name))
+      std::memcpy(params.value(p.name).data(), file.data(p.name), static_cast<size_t>(p.shape.numel()) * sizeof(float));
+  return others;
+}
+}  // namespace
+
+void load_weights(const std::string& path, Parameters& params) {
+  load_selected(path, params, false, [](const std::string&) { return true; });
+}
+
+std::vector<std::string> load_shared_weights(const std::string& path, Parameters& params, const std::string& own_prefix) {
+  return load_selected(path, params, true, [&](const std::string& name) { return name.rfind(own_prefix, 0) != 0; });
 }
 
 }  // namespace linformer

@@ -15,8 +15,6 @@ namespace linformer {
 
 namespace fs = std::filesystem;
 
-namespace {
-// The model keys of two ModelSpecs that differ, for a refused resume.
 std::vector<std::string> differing_model_keys(const ModelSpec& a, const ModelSpec& b) {
   const nlohmann::json ja = a, jb = b;
   std::vector<std::string> keys;
@@ -28,6 +26,8 @@ std::vector<std::string> differing_model_keys(const ModelSpec& a, const ModelSpe
   }
   return keys;
 }
+
+namespace {
 // The newest checkpoint whose files verify; says which ones it passed over and why.
 std::string newest_verified(const std::vector<CheckpointInfo>& checkpoints) {
   std::string failures;

@@ -324,6 +324,43 @@ struct LoggingConfig {
   }
 };
 
+// Fine-tuning for sequence classification (`linformer finetune`); pretraining ignores it. The
+// model, data.seq_len, optim, train.batch_size, checkpoint and logging sections apply as in
+// pretraining; the number of updates comes from finetune.epochs.
+struct FinetuneConfig {
+  std::string checkpoint;
+  std::string train;
+  std::string valid;
+  std::string test;
+  std::string text_field;
+  std::string label_field;
+  std::vector<std::string> labels;
+  int epochs;
+  bool freeze_encoder;
+  double classifier_dropout;
+
+  template <class V>
+  void visit(V& v) {
+    v("checkpoint", checkpoint, "",
+      "The pretrained checkpoint directory whose encoder is fine-tuned: its model shape, data.seq_len, "
+      "data.vocab_size and tokenizer replace the recipe's (the model's dropout rates stay the recipe's). \"none\": "
+      "a randomly initialised encoder as the recipe's [model] says, with the tokenizer of data.prepared_dir. "
+      "`finetune --checkpoint` overrides it.");
+    v("train", train, "", "Labelled training documents: JSON lines (or .gz), a text and a label field per line.");
+    v("valid", valid, "", "Labelled validation documents, evaluated after every epoch.");
+    v("test", test, "", "Labelled test documents, evaluated once at the end with the best epoch's weights (empty: none).");
+    v("text_field", text_field, "text", "The JSON field that holds a document's text.", non_empty<std::string>());
+    v("label_field", label_field, "label", "The JSON field that holds its label (a string or an integer).",
+      non_empty<std::string>());
+    v("labels", labels, {},
+      "Label names in id order (empty: the training file's labels, sorted; the run's recipe.toml records them).");
+    v("epochs", epochs, 3, "Passes over the training documents.", at_least(1));
+    v("freeze_encoder", freeze_encoder, false, "Train only the classification head; the encoder stays as loaded.");
+    v("classifier_dropout", classifier_dropout, 0.1, "Dropout before the head's output layer.",
+      in_half_open(0.0, 1.0));
+  }
+};
+
 struct Recipe {
   std::string name;
   int64_t seed;
@@ -336,6 +373,7 @@ struct Recipe {
   ValidationConfig validation;
   CheckpointConfig checkpoint;
   LoggingConfig logging;
+  FinetuneConfig finetune;
 
   // Every field at its declared default (name empty).
   Recipe();
@@ -355,6 +393,7 @@ struct Recipe {
     v.section("validation", "Validation on the valid split with a fixed mask.", validation);
     v.section("checkpoint", "Checkpoints and what is kept.", checkpoint);
     v.section("logging", "Log lines and metrics rows.", logging);
+    v.section("finetune", "Sequence-classification fine-tuning (linformer finetune).", finetune);
   }
 };
 

@@ -43,6 +43,12 @@ struct LabelledSet {
 LabelledSet read_labelled_file(const std::string& path, const Tokenizer& tokenizer, const LabelledFileOptions& options,
                                const std::vector<std::string>& known_labels = {});
 
+// Documents to classify, unlabelled (label ids 0, `labels` empty): each line of a JSON-lines
+// file (.jsonl, .json, either .gz) whose text field is read, and every other file as one
+// plain-text document. sources[d] names where document d came from ("file" or "file:line").
+LabelledSet read_documents_to_classify(const std::vector<std::string>& paths, const Tokenizer& tokenizer,
+                                       const LabelledFileOptions& options, std::vector<std::string>& sources);
+
 // One batch. Axes: B documents, T = the longest of them (≤ max_len).
 struct LabelledBatch {
   int64_t rows = 0, seq_len = 0;  // B, T

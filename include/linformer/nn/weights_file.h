@@ -5,6 +5,7 @@
 #include "linformer/nn/parameters.h"
 
 #include <string>
+#include <vector>
 
 namespace linformer {
 
@@ -18,5 +19,11 @@ ModelSpec read_weights_spec(const std::string& path);
 
 // Loads into params; the file must hold exactly params' tensors with the same shapes (F32).
 void load_weights(const std::string& path, Parameters& params);
+
+// Loads the tensors params shares with a file of another model on the same encoder (fine-tuning
+// from a pretrained checkpoint): every tensor of params not starting with `own_prefix` must be
+// in the file with its shape; those that do keep their values. Returns the names of the
+// file's tensors that params does not have (the pretrained model's own head).
+std::vector<std::string> load_shared_weights(const std::string& path, Parameters& params, const std::string& own_prefix);
 
 }  // namespace linformer

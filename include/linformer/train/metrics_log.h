@@ -16,7 +16,7 @@
 namespace linformer {
 
 struct MetricsRow {
-  std::string kind;  // "train" or "valid"
+  std::string kind;  // "train" or "valid"; fine-tuning also "test"
   int64_t update = 0;
   int64_t tokens = 0;
   uint64_t epoch = 0;
@@ -26,6 +26,7 @@ struct MetricsRow {
   double accuracy = 0;    // masked tokens predicted right
   double grad_norm = 0;   // train rows
   double unigram_perplexity = 0;  // valid rows: the unigram baseline on the same masked targets (0: not known)
+  double macro_f1 = -1;           // fine-tuning's valid and test rows: F1 averaged over labels (< 0: none)
   double tokens_per_second = 0;
   double elapsed_seconds = 0;
 };

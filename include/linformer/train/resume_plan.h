@@ -8,6 +8,7 @@
 #include "linformer/train/trainer.h"
 
 #include <string>
+#include <vector>
 
 namespace linformer {
 
@@ -27,6 +28,10 @@ ResumePlan plan_resume(const TrainOptions& options, const std::string& run_dir);
 // (always), another training split or other seed, seq_len, break_mode or batch_size (unless
 // --reset-data). `now` describes the data this run opened.
 void check_resume_data(const ResumePlan& plan, const DataIdentity& now, const std::string& prepared_dir);
+
+// The model keys in which `stored` (a checkpoint's) and `now` differ, dropout rates aside (they may
+// change), each as "model.k (64 in the checkpoint, 128 now)".
+std::vector<std::string> differing_model_keys(const ModelSpec& stored, const ModelSpec& now);
 
 // The state to continue from: a fresh one, or the plan's checkpoint loaded into params and the
 // optimizer with the plan's resets applied. Refuses a checkpoint whose model differs from
