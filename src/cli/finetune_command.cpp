@@ -17,8 +17,8 @@ void add_finetune_command(CLI::App& app) {
       "epoch) and results.json. SIGINT or SIGTERM writes a checkpoint and exits.");
   recipe->add_to(*cmd);
   cmd->add_option("--checkpoint", options->checkpoint,
-                  "The pretraining checkpoint directory whose encoder is fine-tuned, or 'none' for a random encoder "
-                  "(default: finetune.checkpoint)");
+                  "The pretraining checkpoint directory (or run directory: its newest checkpoint) whose encoder is "
+                  "fine-tuned, or 'none' for a random encoder (default: finetune.checkpoint)");
   cmd->add_option("--run-dir", options->run_dir, "Run directory (default: runs/<recipe name>)");
   cmd->add_option("--resume", options->resume,
                   "Continue a run: 'auto' (the newest complete checkpoint in the run directory, or a fresh start if "
@@ -37,7 +37,8 @@ void add_classify_command(CLI::App& app) {
       "Label documents with a fine-tuned checkpoint: one JSON line per document on stdout, with its label and every "
       "label's probability. JSON-lines files (.jsonl, .json, optionally .gz) give a document per line; any other file "
       "is one plain-text document.");
-  cmd->add_option("--checkpoint", options->checkpoint, "A checkpoint directory of linformer finetune")
+  cmd->add_option("--checkpoint", options->checkpoint,
+                  "A checkpoint directory of linformer finetune, or its run directory (its newest checkpoint)")
       ->required()
       ->check(CLI::ExistingDirectory);
   cmd->add_option("files", options->files, "Documents to classify")->required()->check(CLI::ExistingFile);

@@ -19,8 +19,9 @@ namespace linformer {
 namespace fs = std::filesystem;
 
 int64_t run_classify(const ClassifyOptions& options, std::ostream& out) {
-  verify_checkpoint(options.checkpoint);
-  const fs::path dir(options.checkpoint);
+  const std::string checkpoint = resolve_checkpoint(options.checkpoint);
+  verify_checkpoint(checkpoint);
+  const fs::path dir(checkpoint);
   const config::Recipe recipe = config::load_recipe((dir / "recipe.toml").string());
   const std::vector<std::string>& labels = recipe.finetune.labels;
   const std::string weights = (dir / "model.safetensors").string();
@@ -28,7 +29,7 @@ int64_t run_classify(const ClassifyOptions& options, std::ostream& out) {
   if (labels.size() < 2)
     LF_FAIL("{}: not a fine-tuned checkpoint (its recipe.toml names no finetune.labels; classify needs the checkpoint "
             "of linformer finetune)",
-            options.checkpoint);
+            checkpoint);
   const auto tokenizer = data::Tokenizer::load((dir / "tokenizer.model").string());
   std::vector<std::string> sources;
   const data::LabelledSet documents = data::read_documents_to_classify(

@@ -66,6 +66,8 @@ std::string checkpoint_file(const std::string& checkpoint, const char* name) {
 // dropout rates do not. A random encoder ("none") is the recipe's, with the prepared data's
 // tokenizer.
 data::Tokenizer resolve_encoder(config::Recipe& recipe) {
+  if (recipe.finetune.checkpoint != kRandomEncoder)
+    recipe.finetune.checkpoint = resolve_checkpoint(recipe.finetune.checkpoint);  // the run recipe names the one used
   const std::string& checkpoint = recipe.finetune.checkpoint;
   if (checkpoint == kRandomEncoder) {
     const std::string path = (fs::path(recipe.data.prepared_dir) / "spm.model").string();

@@ -37,18 +37,6 @@ struct Loaded {
   std::unique_ptr<MlmModel> model;
 };
 
-// A checkpoint directory, or a run directory standing for its newest complete checkpoint.
-std::string resolve_checkpoint(const std::string& path) {
-  if (fs::exists(fs::path(path) / "DONE")) return path;
-  const auto in_run = list_checkpoints((fs::path(path) / "checkpoints").string());
-  if (!in_run.empty()) {
-    spdlog::info("using the newest checkpoint of run {}: {}", path, in_run.back().path);
-    return in_run.back().path;
-  }
-  LF_FAIL("'{}' is neither a complete checkpoint directory (with a DONE marker, e.g. "
-          "runs/<name>/checkpoints/checkpoint_00000600) nor a run directory with one",
-          path);
-}
 
 Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked) {
   const std::string checkpoint = resolve_checkpoint(requested);

@@ -113,6 +113,10 @@ class RunCheckpoints {
   int64_t last_update_ = -1;
 };
 
+// A checkpoint directory, or a run directory standing for its newest complete checkpoint (said
+// in the log); anything else is an error naming the path.
+std::string resolve_checkpoint(const std::string& path);
+
 // Checks the marker, format version and checksums of a checkpoint directory.
 void verify_checkpoint(const std::string& path);
 
