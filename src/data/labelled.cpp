@@ -20,6 +20,20 @@ constexpr uint64_t kLabelledShuffleStream = 0x4C4142454Cull;  // "LABEL"
 
 bool is_blank(std::string_view s) { return s.find_first_not_of(" \t\r\f\v") == std::string_view::npos; }
 
+// A JSON object from one line, invalid UTF-8 replaced first (nlohmann::json rejects it).
+nlohmann::json parse_object_line(std::string_view line, const std::string& where) {
+  std::string clean;
+  append_valid_utf8(line, clean);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(clean);
+  } catch (const nlohmann::json::exception& e) {
+    LF_FAIL("{}: invalid JSON line: {}", where, e.what());
+  }
+  if (!j.is_object()) LF_FAIL("{}: JSON line is not an object", where);
+  return j;
+}
+
 struct RawDocument {
   std::string text;
   std::string label;
@@ -29,19 +43,10 @@ std::vector<RawDocument> read_documents(const std::string& path, const LabelledF
   std::vector<RawDocument> documents;
   LineReader in(path);
   std::string_view line;
-  std::string clean;
   while (in.next(line)) {
     if (is_blank(line)) continue;
     const std::string where = fmt::format("{}:{}", path, in.line_number());
-    clean.clear();
-    append_valid_utf8(line, clean);  // nlohmann::json rejects invalid UTF-8
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(clean);
-    } catch (const nlohmann::json::exception& e) {
-      LF_FAIL("{}: invalid JSON line: {}", where, e.what());
-    }
-    if (!j.is_object()) LF_FAIL("{}: JSON line is not an object", where);
+    const nlohmann::json j = parse_object_line(line, where);
     const auto text = j.find(options.text_field), label = j.find(options.label_field);
     if (text == j.end() || !text->is_string())
       LF_FAIL("{}: no string field \"{}\" (finetune.text_field names the field that holds the text)", where,
@@ -145,16 +150,9 @@ LabelledSet read_documents_to_classify(const std::vector<std::string>& paths, co
       }
       if (is_blank(line)) continue;
       const std::string where = fmt::format("{}:{}", path, in.line_number());
-      clean.clear();
-      append_valid_utf8(line, clean);
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(clean);
-      } catch (const nlohmann::json::exception& e) {
-        LF_FAIL("{}: invalid JSON line: {}", where, e.what());
-      }
-      const auto field = j.is_object() ? j.find(options.text_field) : j.end();
-      if (!j.is_object() || field == j.end() || !field->is_string())
+      const nlohmann::json j = parse_object_line(line, where);
+      const auto field = j.find(options.text_field);
+      if (field == j.end() || !field->is_string())
         LF_FAIL("{}: no string field \"{}\" (--text-field names the field that holds the text)", where,
                 options.text_field);
       texts.push_back(field->get<std::string>());
