@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""The fine-tuning experiment (the paper's Table 2): runs and tables.
+
+  finetune_experiments.py run [--task T ...] [--encoder E ...] [--seed S ...] [--binary B]
+  finetune_experiments.py report
+
+run: for every (task, encoder, seed) of recipes/finetune/experiments.toml without results,
+fine-tunes into runs/finetune/<task>/<encoder>_s<seed> (resuming an interrupted run) and copies
+results.json, metrics.csv, recipe.toml and run.json (wall time, machine) into
+results/finetune/runs/<task>/<encoder>_s<seed>/. A pretrained encoder is the newest checkpoint of
+runs/experiments/<encoder>; when it is missing the pretraining recipe recipes/brown/<encoder>.toml
+is trained there first (deterministic: the same weights as the published run).
+report: results/finetune/README.md, a table per task (test accuracy and macro F1, mean ± standard
+deviation over seeds, and seconds per epoch) and the average over tasks; reads only results/.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from experiments import machine_description  # noqa: E402
+
+MANIFEST = os.path.join(ROOT, "recipes", "finetune", "experiments.toml")
+RESULTS = os.path.join(ROOT, "results", "finetune")
+RANDOM = "none"
+
+
+def read_manifest(path=MANIFEST):
+    with open(path, "rb") as f:
+        m = tomllib.load(f)
+    for key in ("tasks", "encoders", "seeds"):
+        if not isinstance(m.get(key), list) or not m[key]:
+            raise SystemExit(f"{path}: '{key}' must be a non-empty list")
+    return m
+
+
+def task_name(recipe):
+    return os.path.splitext(os.path.basename(recipe))[0]
+
+
+def has_checkpoint(run_dir):
+    d = os.path.join(run_dir, "checkpoints")
+    return os.path.isdir(d) and any(os.path.exists(os.path.join(d, c, "DONE")) for c in os.listdir(d))
+
+
+def pretrained(encoder, binary, log):
+    """The run directory of a pretraining run, trained first when it has no checkpoint."""
+    run_dir = os.path.join(ROOT, "runs", "experiments", encoder)
+    if encoder == RANDOM or has_checkpoint(run_dir):
+        return RANDOM if encoder == RANDOM else run_dir
+    recipe = os.path.join(ROOT, "recipes", "brown", encoder + ".toml")
+    log(f"{encoder}: no checkpoint in {run_dir}; pretraining it from {os.path.relpath(recipe, ROOT)}")
+    subprocess.run([binary, "prepare", "--recipe", recipe], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([binary, "train", "--recipe", recipe, "--run-dir", run_dir, "--resume", "auto"], check=True)
+    return run_dir
+
+
+def run(args, log):
+    m = read_manifest()
+    machine = machine_description(args.binary)
+    for recipe in m["tasks"]:
+        task = task_name(recipe)
+        if args.task and task not in args.task:
+            continue
+        for encoder in m["encoders"]:
+            if args.encoder and encoder not in args.encoder:
+                continue
+            for seed in m["seeds"]:
+                if args.seed and seed not in args.seed:
+                    continue
+                name = f"{encoder}_s{seed}"
+                results = os.path.join(RESULTS, "runs", task, name)
+                if os.path.exists(os.path.join(results, "run.json")):
+                    log(f"{task}/{name}: up to date")
+                    continue
+                checkpoint = pretrained(encoder, args.binary, log)
+                run_dir = os.path.join(ROOT, "runs", "finetune", task, name)
+                log(f"{task}/{name}: fine-tuning into {run_dir}")
+                started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+                time_file = os.path.join(ROOT, "runs", "finetune", f".{task}_{name}.time")
+                os.makedirs(os.path.dirname(time_file), exist_ok=True)
+                r = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", time_file, args.binary, "finetune",
+                                    "--recipe", os.path.join(ROOT, "recipes", "finetune", recipe),
+                                    "--checkpoint", checkpoint, "--set", f"seed={seed}", "--run-dir", run_dir,
+                                    "--resume", "auto"])
+                if r.returncode != 0:
+                    raise SystemExit(f"{task}/{name}: linformer finetune exited with {r.returncode} "
+                                     f"(log: {run_dir}/train.log)")
+                with open(time_file) as f:
+                    wall, rss_kb = f.read().split()[-2:]
+                os.makedirs(results, exist_ok=True)
+                for file in ("results.json", "metrics.csv", "recipe.toml"):
+                    shutil.copyfile(os.path.join(run_dir, file), os.path.join(results, file))
+                with open(os.path.join(results, "run.json"), "w") as f:
+                    json.dump({"task": task, "encoder": encoder, "seed": seed, "recipe": f"recipes/finetune/{recipe}",
+                               "checkpoint": os.path.relpath(checkpoint, ROOT) if checkpoint != RANDOM else RANDOM,
+                               "started": started, "wall_seconds": float(wall), "peak_rss_mb": int(rss_kb) / 1024,
+                               "machine": machine}, f, indent=2)
+                    f.write("\n")
+                log(f"{task}/{name}: done")
+
+
+def read_csv(path):
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+        return [dict(zip(header, line.strip().split(","))) for line in f if line.strip()]
+
+
+def seconds_per_epoch(metrics):
+    """Wall seconds between consecutive validations (training and validation of one epoch), median."""
+    times = [float(r["elapsed_seconds"]) for r in metrics if r["kind"] == "valid"]
+    gaps = [b - a for a, b in zip([0.0] + times, times)]
+    gaps.sort()
+    return gaps[len(gaps) // 2] if gaps else float("nan")
+
+
+def mean_sd(values):
+    if not values:
+        return float("nan"), float("nan")
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
+    return mean, sd
+
+
+def cell(values, scale=100.0):
+    if not values:
+        return "–"
+    mean, sd = mean_sd([v * scale for v in values])
+    return f"{mean:.1f} ± {sd:.1f} ({len(values)})"
+
+
+def collect(m, results_dir):
+    """{task: {encoder: [run, ...]}} with each run's results, metrics and run.json."""
+    table = {}
+    for recipe in m["tasks"]:
+        task = task_name(recipe)
+        for encoder in m["encoders"]:
+            for seed in m["seeds"]:
+                d = os.path.join(results_dir, "runs", task, f"{encoder}_s{seed}")
+                if not os.path.exists(os.path.join(d, "run.json")):
+                    continue
+                with open(os.path.join(d, "results.json")) as f:
+                    results = json.load(f)
+                with open(os.path.join(d, "run.json")) as f:
+                    run_info = json.load(f)
+                table.setdefault(task, {}).setdefault(encoder, []).append(
+                    {"results": results, "run": run_info, "metrics": read_csv(os.path.join(d, "metrics.csv"))})
+    return table
+
+
+def report(log, manifest=MANIFEST, results=RESULTS):
+    m = read_manifest(manifest)
+    table = collect(m, results)
+    lines = ["# Fine-tuning: the paper's Table 2 on data this machine can reach", "",
+             "Generated by `scripts/finetune_experiments.py report` from `runs/<task>/<encoder>_s<seed>/`; do not edit. "
+             "Test accuracy and macro F1 in %, mean ± standard deviation over seeds (number of seeds), each run scored "
+             "with its best epoch's weights (lowest validation loss); seconds per epoch: the median wall time between "
+             "validations (training and validation of an epoch). Encoders: the final checkpoints of "
+             "`recipes/brown/experiments.toml`'s pretraining runs, and `none`, a random encoder of the same shape.", ""]
+    averages = {}
+    for recipe in m["tasks"]:
+        task = task_name(recipe)
+        lines += [f"## {task}", "", f"Recipe: `recipes/finetune/{recipe}`.", "",
+                  "| encoder | test accuracy | test macro F1 | valid accuracy | s / epoch |", "|---|---|---|---|---|"]
+        for encoder in m["encoders"]:
+            runs = table.get(task, {}).get(encoder, [])
+            if not runs:
+                lines.append(f"| {encoder} | not run yet | | | |")
+                continue
+            acc = [r["results"]["test"]["accuracy"] for r in runs if "test" in r["results"]]
+            f1 = [r["results"]["test"]["macro_f1"] for r in runs if "test" in r["results"]]
+            valid = [r["results"]["valid"]["accuracy"] for r in runs]
+            epoch = [seconds_per_epoch(r["metrics"]) for r in runs]
+            averages.setdefault(encoder, []).append(mean_sd(acc)[0] if acc else None)
+            lines.append(f"| {encoder} | {cell(acc)} | {cell(f1)} | {cell(valid)} | {sorted(epoch)[len(epoch) // 2]:.0f} |")
+        lines.append("")
+    lines += ["## Average over tasks", "", "| encoder | mean test accuracy | tasks |", "|---|---|---|"]
+    for encoder in m["encoders"]:
+        values = [v for v in averages.get(encoder, []) if v is not None]
+        complete = len(values) == len(m["tasks"])
+        mean = f"{100 * sum(values) / len(values):.1f}" if values else "–"
+        lines.append(f"| {encoder} | {mean}{'' if complete else ' (incomplete)'} | {len(values)} of {len(m['tasks'])} |")
+    machines = sorted({f"{r['run']['machine']['kind']} ({r['run']['machine']['cpu']}), commit "
+                       f"{r['run']['machine']['commit']}"
+                       for enc in table.values() for runs in enc.values() for r in runs})
+    lines += ["", "Machines: " + ("; ".join(machines) if machines else "none yet"), ""]
+    os.makedirs(results, exist_ok=True)
+    with open(os.path.join(results, "README.md"), "w") as f:
+        f.write("\n".join(lines))
+    log(f"report: {os.path.join(results, 'README.md')}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("command", choices=("run", "report"))
+    p.add_argument("--task", action="append")
+    p.add_argument("--encoder", action="append")
+    p.add_argument("--seed", action="append", type=int)
+    p.add_argument("--binary", default=os.path.join(ROOT, "build", "linformer"))
+    args = p.parse_args(argv)
+    log = lambda message: print(f"finetune_experiments: {message}", flush=True)  # noqa: E731
+    if args.command == "run":
+        run(args, log)
+    report(log)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

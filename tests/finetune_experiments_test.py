@@ -1,0 +1,55 @@
+"""scripts/finetune_experiments.py report: the table's means and standard deviations over seeds,
+seconds per epoch from the validation rows, missing runs said, the average over tasks marked
+incomplete when a task lacks a run."""
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import finetune_experiments as fe  # noqa: E402
+
+MACHINE = {"kind": "avx2", "cpu": "test CPU", "commit": "abc1234"}
+
+
+def write_run(results, task, encoder, seed, accuracy, epoch_seconds):
+    d = os.path.join(results, "runs", task, f"{encoder}_s{seed}")
+    os.makedirs(d)
+    with open(os.path.join(d, "results.json"), "w") as f:
+        json.dump({"valid": {"accuracy": accuracy}, "test": {"accuracy": accuracy, "macro_f1": accuracy / 2}}, f)
+    with open(os.path.join(d, "run.json"), "w") as f:
+        json.dump({"machine": MACHINE}, f)
+    rows = ["kind,update,elapsed_seconds"]
+    for e in range(1, 4):
+        rows.append(f"train,{e},{e * epoch_seconds - 1}")
+        rows.append(f"valid,{e},{e * epoch_seconds}")
+    with open(os.path.join(d, "metrics.csv"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+
+
+class Report(unittest.TestCase):
+    def test_table(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            manifest = os.path.join(tmp, "m.toml")
+            with open(manifest, "w") as f:
+                f.write('tasks = ["a.toml", "b.toml"]\nencoders = ["lin", "none"]\nseeds = [1, 2]\n')
+            results = os.path.join(tmp, "results")
+            write_run(results, "a", "lin", 1, 0.80, 10)
+            write_run(results, "a", "lin", 2, 0.90, 12)
+            write_run(results, "b", "lin", 1, 0.50, 30)
+            write_run(results, "a", "none", 1, 0.60, 10)
+            fe.report(lambda m: None, manifest, results)
+            with open(os.path.join(results, "README.md")) as f:
+                text = f.read()
+            # mean 85.0, sample standard deviation 7.07, two seeds; median epoch time of 10 and 12.
+            self.assertIn("| lin | 85.0 ± 7.1 (2) | 42.5 ± 3.5 (2) | 85.0 ± 7.1 (2) | 12 |", text)
+            self.assertIn("| none | not run yet | | | |", text.split("## b")[1])
+            self.assertIn("| lin | 67.5 | 2 of 2 |", text)  # (85 + 50) / 2
+            self.assertIn("| none | 60.0 (incomplete) | 1 of 2 |", text)
+            self.assertIn("avx2 (test CPU), commit abc1234", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
