@@ -102,6 +102,14 @@ TEST_F(Finetune, FromAPretrainedCheckpointLearnsTheTask) {
     }
   }
   EXPECT_EQ(documents, 1 + 24);
+
+  // classify refuses a binary file and a checkpoint that was not fine-tuned.
+  const auto binary = testing::run_linformer("classify --checkpoint " + run + " /bin/ls");
+  EXPECT_EQ(binary.exit_code, 1);
+  EXPECT_THAT(binary.output, HasSubstr("'/bin/ls' is not text"));
+  const auto pretraining = testing::run_linformer("classify --checkpoint " + pretrained_ + " " + yes);
+  EXPECT_EQ(pretraining.exit_code, 1);
+  EXPECT_THAT(pretraining.output, HasSubstr("not a fine-tuned checkpoint"));
 }
 
 TEST_F(Finetune, FrozenEncoderKeepsThePretrainedWeights) {
