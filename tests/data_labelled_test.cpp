@@ -84,6 +84,24 @@ TEST(Labelled, BatchesVisitEveryDocumentOncePerEpochAndResumeAnywhere) {
   EXPECT_THROW(resumed.set_state({0, 5}), Error);
 }
 
+TEST(Labelled, AFolderPerLabelGivesAFileADocument) {
+  testing::TempDir dir;
+  const auto s = testing::synthetic_sentences(3, 5);
+  dir.write("set/pos/1.txt", s[0] + "\n");
+  dir.write("set/pos/2.txt", s[1] + "\n");
+  dir.write("set/neg/1.txt", s[2] + "\n");
+  dir.write("set/.hidden/x.txt", "ignored\n");
+  const LabelledSet set = read_labelled_file((dir.path() / "set").string(), tokenizer(), {"text", "label", 512});
+  EXPECT_EQ(set.labels, (std::vector<std::string>{"neg", "pos"}));
+  EXPECT_EQ(set.label_ids, (std::vector<int32_t>{0, 1, 1}));  // folders and files in name order
+  std::vector<int> first{kBosId};
+  tokenizer().encode(s[2], first);
+  first.push_back(kEosId);
+  EXPECT_EQ(std::vector<int>(set.tokens.begin(), set.tokens.begin() + set.offsets[1]), first);
+  dir.write("flat/a.txt", "text\n");
+  EXPECT_THROW(read_labelled_file((dir.path() / "flat").string(), tokenizer(), {"text", "label", 512}), Error);
+}
+
 TEST(Labelled, LabelsOutsideTheTrainingFilesAreRefused) {
   testing::TempDir dir;
   const std::string path = dir.write("v.jsonl", "{\"text\": \"kalo\", \"label\": \"c\"}\n");

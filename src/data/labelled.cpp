@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
 namespace linformer::data {
@@ -39,7 +40,44 @@ struct RawDocument {
   std::string label;
 };
 
+// A whole plain-text file (or its .gz) as one document; a binary file is refused.
+std::string read_text_document(const std::string& path) {
+  LineReader in(path);
+  check_is_text(path, in.buffered());
+  std::string_view line;
+  std::string text, clean;
+  while (in.next(line)) text.append(line).push_back('\n');
+  append_valid_utf8(text, clean);
+  return clean;
+}
+
+// A folder of one subfolder per label (aclImdb's train/pos, train/neg), each file a document.
+std::vector<RawDocument> read_label_folders(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::vector<RawDocument> documents;
+  std::vector<fs::path> labels;
+  for (const auto& entry : fs::directory_iterator(path))
+    if (entry.is_directory() && entry.path().filename().string()[0] != '.') labels.push_back(entry.path());
+  std::sort(labels.begin(), labels.end());
+  if (labels.empty())
+    LF_FAIL("{}: a folder of labelled documents needs one subfolder per label (e.g. {}/spam/, {}/ham/)", path, path,
+            path);
+  for (const auto& folder : labels) {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(folder))
+      if (entry.is_regular_file() && entry.path().filename().string()[0] != '.') files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& file : files) documents.push_back({read_text_document(file.string()), folder.filename().string()});
+  }
+  return documents;
+}
+
 std::vector<RawDocument> read_documents(const std::string& path, const LabelledFileOptions& options) {
+  if (std::filesystem::is_directory(path)) {
+    auto documents = read_label_folders(path);
+    if (documents.empty()) LF_FAIL("{}: no documents in its label folders", path);
+    return documents;
+  }
   std::vector<RawDocument> documents;
   LineReader in(path);
   std::string_view line;
@@ -139,15 +177,14 @@ LabelledSet read_documents_to_classify(const std::vector<std::string>& paths, co
     if (name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0) name.resize(name.size() - 3);
     const bool json_lines = name.size() > 5 && (name.compare(name.size() - 6, 6, ".jsonl") == 0 ||
                                                 name.compare(name.size() - 5, 5, ".json") == 0);
+    if (!json_lines) {
+      texts.push_back(read_text_document(path));
+      sources.push_back(path);
+      continue;
+    }
     LineReader in(path);
-    if (!json_lines) check_is_text(path, in.buffered());  // a binary file is refused, not classified
     std::string_view line;
-    std::string text, clean;
     while (in.next(line)) {
-      if (!json_lines) {
-        text.append(line).push_back('\n');
-        continue;
-      }
       if (is_blank(line)) continue;
       const std::string where = fmt::format("{}:{}", path, in.line_number());
       const nlohmann::json j = parse_object_line(line, where);
@@ -157,12 +194,6 @@ LabelledSet read_documents_to_classify(const std::vector<std::string>& paths, co
                 options.text_field);
       texts.push_back(field->get<std::string>());
       sources.push_back(where);
-    }
-    if (!json_lines) {
-      clean.clear();
-      append_valid_utf8(text, clean);
-      texts.push_back(clean);
-      sources.push_back(path);
     }
   }
   if (texts.empty()) LF_FAIL("no documents to classify in {}", paths.empty() ? std::string("(no files)") : paths[0]);

@@ -346,7 +346,8 @@ struct FinetuneConfig {
       "data.vocab_size and tokenizer replace the recipe's (the model's dropout rates stay the recipe's). \"none\": "
       "a randomly initialised encoder as the recipe's [model] says, with the tokenizer of data.prepared_dir. "
       "`finetune --checkpoint` overrides it.");
-    v("train", train, "", "Labelled training documents: JSON lines (or .gz), a text and a label field per line.");
+    v("train", train, "", "Labelled training documents: JSON lines (or .gz), a text and a label field per line; or a folder with "
+      "a subfolder per label, each file a document.");
     v("valid", valid, "", "Labelled validation documents, evaluated after every epoch.");
     v("test", test, "", "Labelled test documents, evaluated once at the end with the best epoch's weights (empty: none).");
     v("text_field", text_field, "text", "The JSON field that holds a document's text.", non_empty<std::string>());

@@ -2,7 +2,9 @@
 // Labelled documents for sequence classification, and their batches.
 //
 // A labelled file is JSON lines (plain or gzip), one document per line: a text field and a
-// label field (a string, or an integer taken as its decimal string). A document becomes
+// label field (a string, or an integer taken as its decimal string); or a folder with one
+// subfolder per label, each of its files a plain-text document (aclImdb's layout). A document
+// becomes
 //   <s> line₁ </s> line₂ </s> …       (the text's lines, as pretraining saw its sentences)
 // cut to max_len tokens. The training file decides the label set (sorted names, ids in that
 // order); validation and test files must use labels from it.
