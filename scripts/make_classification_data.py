@@ -7,7 +7,9 @@
                                                  Brown corpus (data/brown: text/ and cats.txt):
                                                  chunks of a document labelled with its genre
                                                  (brown_genres_15) and its group (brown_genres_2:
-                                                 informative vs imaginative prose)
+                                                 informative vs imaginative prose); chunks of 250
+                                                 words, and of 650 and 1,300 (tasks *_n1024,
+                                                 *_n2048) for longer models
 
 Splits are fixed (a seeded shuffle, stratified by label; Brown by document, so no document is in
 two splits) into OUT/<task>/{train,valid,test}.jsonl, plus train_<N>.jsonl subsamples of the
@@ -29,7 +31,9 @@ SPLIT = (0.7, 0.15, 0.15)  # train, valid, test
 # Brown's genres (cats.txt) and the corpus manual's two groups: informative prose (A–J) and
 # imaginative prose (K–R).
 IMAGINATIVE = {"fiction", "mystery", "science_fiction", "adventure", "romance", "humor"}
-CHUNK_WORDS = 250  # about 400 tokens of the 8k Brown tokenizer, under n = 512
+# Chunk sizes in words, and the task-name suffix of each: about 1.45 tokens a word with the 8k
+# Brown tokenizer, so chunks of 250, 650 and 1,300 words fit n = 512, 1024 and 2048.
+CHUNKS = {250: "", 650: "_n1024", 1300: "_n2048"}
 
 
 def split_stratified(items, label_of, rng):
@@ -90,7 +94,7 @@ def spam_documents(directory):
     return docs
 
 
-def brown_chunks(brown):
+def brown_chunks(brown, chunk_words):
     categories = {}
     with open(os.path.join(brown, "cats.txt")) as f:
         for line in f:
@@ -106,10 +110,10 @@ def brown_chunks(brown):
         for p in paragraphs:
             current.append(p)
             words += len(p.split())
-            if words >= CHUNK_WORDS:
+            if words >= chunk_words:
                 chunks.append("\n".join(current))
                 current, words = [], 0
-        if words >= CHUNK_WORDS // 2:
+        if words >= chunk_words // 2:
             chunks.append("\n".join(current))
         documents.append((doc, categories[doc], chunks))
     return documents
@@ -146,16 +150,18 @@ def main(argv=None):
             splits = split_stratified(docs, lambda d: d["group"], random.Random(SEED))
             write_task(work, "spam", splits, subsamples=(1000, 2000))
         else:
-            documents = brown_chunks(args.input)
-            by_doc = split_stratified(documents, lambda d: d[1], random.Random(SEED))
-            splits = {}
-            for name, docs in by_doc.items():
-                rows = [{"text": c, "label": genre, "group": "imaginative" if genre in IMAGINATIVE else "informative",
-                         "doc": doc} for doc, genre, chunks in docs for c in chunks]
-                random.Random(SEED).shuffle(rows)
-                splits[name] = rows
-            write_task(work, "brown_genres_15", splits)
-            write_task(work, "brown_genres_2", splits, label_key="group")
+            for chunk_words, suffix in CHUNKS.items():
+                documents = brown_chunks(args.input, chunk_words)
+                by_doc = split_stratified(documents, lambda d: d[1], random.Random(SEED))  # the same split each time
+                splits = {}
+                for name, docs in by_doc.items():
+                    rows = [{"text": c, "label": genre, "doc": doc,
+                             "group": "imaginative" if genre in IMAGINATIVE else "informative"}
+                            for doc, genre, chunks in docs for c in chunks]
+                    random.Random(SEED).shuffle(rows)
+                    splits[name] = rows
+                write_task(work, "brown_genres_15" + suffix, splits)
+                write_task(work, "brown_genres_2" + suffix, splits, label_key="group")
         if os.path.exists(args.out):
             shutil.rmtree(args.out)
         os.rename(work, args.out)
