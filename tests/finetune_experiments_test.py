@@ -34,7 +34,8 @@ class Report(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             manifest = os.path.join(tmp, "m.toml")
             with open(manifest, "w") as f:
-                f.write('tasks = ["a.toml", "b.toml"]\nencoders = ["lin", "none"]\nseeds = [1, 2]\n')
+                f.write('[[table]]\nname = "n512"\ntasks = ["a.toml", "b.toml"]\nencoders = ["lin", "none"]\n'
+                        'seeds = [1, 2]\n')
             results = os.path.join(tmp, "results")
             write_run(results, "a", "lin", 1, 0.80, 10)
             write_run(results, "a", "lin", 2, 0.90, 12)
@@ -45,7 +46,7 @@ class Report(unittest.TestCase):
                 text = f.read()
             # mean 85.0, sample standard deviation 7.07, two seeds; median epoch time of 10 and 12.
             self.assertIn("| lin | 85.0 ± 7.1 (2) | 42.5 ± 3.5 (2) | 85.0 ± 7.1 (2) | 12 |", text)
-            self.assertIn("| none | not run yet | | | |", text.split("## b")[1])
+            self.assertIn("| none | not run yet | | | |", text.split("### b")[1])
             self.assertIn("| lin | 67.5 | 2 of 2 |", text)  # (85 + 50) / 2
             self.assertIn("| none | 60.0 (incomplete) | 1 of 2 |", text)
             self.assertIn("avx2 (test CPU), commit abc1234", text)
