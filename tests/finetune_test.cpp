@@ -152,6 +152,21 @@ TEST_F(Finetune, SigtermThenTheHintedCommandEqualsAnUninterruptedRun) {
   EXPECT_EQ(results(run), results(straight));
 }
 
+// lr 0: the validation loss never falls after the first epoch, so patience 1 stops after the
+// second; resuming the stopped run (or a finished one) adds no update, row or checkpoint.
+TEST_F(Finetune, EarlyStopAndResumingAFinishedRunChangeNothing) {
+  TempDir runs;
+  const std::string run = (runs.path() / "run").string();
+  const std::vector<std::string> more = {"optim.lr=0", "validation.patience=1"};
+  EXPECT_EQ(finetune(run, "none", more).updates, 2 * 16);
+  const auto rows = metric_rows(run);
+  const auto checkpoints = list_checkpoints(run + "/checkpoints");
+  EXPECT_EQ(finetune(run, "none", more, "auto").updates, 2 * 16);
+  EXPECT_EQ(metric_rows(run), rows);
+  EXPECT_EQ(list_checkpoints(run + "/checkpoints").size(), checkpoints.size());
+  EXPECT_THAT(read_file(run + "/train.log"), HasSubstr("already finished at update 32"));
+}
+
 TEST_F(Finetune, BadInputIsRefusedNamingTheKeyOrFile) {
   TempDir runs, files;
   const std::string run = (runs.path() / "run").string();

@@ -209,7 +209,9 @@ FinetuneSummary finetune_in(const std::string& run_dir, config::Recipe recipe, c
   const int64_t total = recipe.train.max_updates;
   FinetuneSummary summary;
   summary.run_dir = run_dir;
-  if (plan.resumes() && state.update >= total) {
+  const bool early_stopped =
+      recipe.validation.patience > 0 && state.validations_since_best >= recipe.validation.patience;
+  if (plan.resumes() && (state.update >= total || early_stopped)) {
     spdlog::info("{} already finished at update {}: nothing to do", run_dir, state.update);
     summary.updates = state.update;
     summary.last_checkpoint = plan.checkpoint;
