@@ -50,6 +50,8 @@ TEST(BenchTrain, CommandReportsThroughputAndWritesJson) {
     EXPECT_THAT(r.output, HasSubstr(stage));
   const auto j = nlohmann::json::parse(read_file(json));
   EXPECT_GT(j.at("tokens_per_second").get<double>(), 0);
+  EXPECT_TRUE(j.at("tokens_per_second_beside_busy_process").is_null());  // not asked for
+  EXPECT_THAT(r.output, Not(HasSubstr("shared CPU")));
   EXPECT_EQ(j.at("timed_steps").get<int>(), 2);
   EXPECT_GT(j.at("measured_fp32_matmul_peak_gflops").get<double>(), 0);
   EXPECT_THAT(r.output, HasSubstr("matmul peak probe"));
@@ -81,6 +83,25 @@ TEST(BenchTrain, CommandReportsThroughputAndWritesJson) {
   for (const auto& st : j.at("stages")) in_stages += st.at("forward_ms").get<double>() + st.at("backward_ms").get<double>();
   EXPECT_GT(in_kernels, 0);
   EXPECT_LE(in_kernels, in_stages);
+}
+
+// The shared-machine case: the same steps beside a CPU-bound child process (a fork of the
+// benchmark, so it has its command line), which must be gone when the command ends.
+TEST(BenchTrain, BesideABusyProcessReportsTheSharedThroughput) {
+  testing::TempDir dir;
+  const std::string json = (dir.path() / "bench.json").string();
+  const auto r = testing::run_linformer("bench train --recipe recipes/ci/tiny.toml --warmup 1 --steps 3 "
+                                        "--beside-busy-process --json " + json +
+                                        // linformer processes whose command line names this test's JSON file
+                                        "; echo \"left running: $(for p in $(pgrep -x linformer); do "
+                                        "grep -qF " + json + " /proc/$p/cmdline && echo $p; done | wc -l)\"");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("tokens/s beside one CPU-bound process = "));
+  EXPECT_THAT(r.output, HasSubstr("% of the idle median (a fair share: "));
+  EXPECT_THAT(r.output, HasSubstr("OpenMP waiting: "));
+  const auto j = nlohmann::json::parse(read_file(json));
+  EXPECT_GT(j.at("tokens_per_second_beside_busy_process").get<double>(), 0);
+  EXPECT_THAT(r.output, HasSubstr("left running: 0"));
 }
 
 TEST(BenchTrain, Bf16RunsOnlyWhereTheCpuHasIt) {

@@ -36,6 +36,24 @@ TEST(Cli, VersionNamesOneDnnAndTheIsa) {
   EXPECT_THAT(r.output, HasSubstr("CPU ISA used by oneDNN: "));
 }
 
+// OpenMP threads spin only briefly unless the user chose a policy (core/openmp_wait.h): the
+// program re-executes itself with GOMP_SPINCOUNT set, and says which policy is in effect.
+TEST(Cli, OpenmpSpinningIsBoundedUnlessTheUserChoseAPolicy) {
+  const std::string binary = std::string("'") + LINFORMER_BINARY + "'";
+  auto version = [&](const std::string& env) {
+    return testing::run_command("env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT " + env + " " + binary + " --version");
+  };
+  const auto by_default = version("");
+  ASSERT_EQ(by_default.exit_code, 0) << by_default.output;
+  EXPECT_THAT(by_default.output, HasSubstr("OpenMP waiting: GOMP_SPINCOUNT=10000 (the program's default"));
+  const auto spin = version("GOMP_SPINCOUNT=123");
+  EXPECT_THAT(spin.output, HasSubstr("OpenMP waiting: GOMP_SPINCOUNT=123 (set by the environment)"));
+  const auto passive = version("OMP_WAIT_POLICY=passive");
+  EXPECT_THAT(passive.output, HasSubstr("OpenMP waiting: OMP_WAIT_POLICY=passive (set by the environment)"));
+  // Arguments and exit codes survive the re-execution.
+  EXPECT_EQ(testing::run_command("env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT " + binary + " frobnicate").exit_code, 2);
+}
+
 TEST(Cli, UsageErrorsExitWithTwo) {
   EXPECT_EQ(run_linformer("").exit_code, 2);
   EXPECT_EQ(run_linformer("frobnicate").exit_code, 2);

@@ -1,6 +1,7 @@
 #include "linformer/bench/train_bench.h"
 
 #include "linformer/bench/synthetic_batch.h"
+#include "linformer/core/check.h"
 #include "linformer/core/rng.h"
 #include "linformer/kernels/context.h"
 #include "linformer/kernels/kernel_timing.h"
@@ -12,12 +13,43 @@
 
 #include <nlohmann/json.hpp>
 #include <omp.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <chrono>
 
 namespace linformer {
+
+namespace {
+// A child process that spins on the CPU until destroyed: the "other busy process" of a shared
+// machine. It inherits this process's CPU affinity, so it competes for the same cores.
+class BusyProcess {
+ public:
+  BusyProcess() : pid_(fork()) {
+    LF_CHECK(pid_ >= 0, "bench train: cannot start a busy process beside the benchmark (fork failed)");
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the benchmark
+      for (int fd = 0; fd < 3; ++fd) close(fd);  // nor hold its output open
+      for (volatile uint64_t spin = 0;; ++spin) {
+      }
+    }
+  }
+  ~BusyProcess() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  BusyProcess(const BusyProcess&) = delete;
+  BusyProcess& operator=(const BusyProcess&) = delete;
+
+ private:
+  pid_t pid_;
+};
+}  // namespace
 
 double measure_matmul_peak_gflops() {
   const int64_t n = 1536;
@@ -32,7 +64,7 @@ double measure_matmul_peak_gflops() {
   return 2.0 * static_cast<double>(n * n * n) / best * 1e-9;
 }
 
-TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int timed_steps) {
+TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int timed_steps, bool beside_busy_process) {
   const ModelSpec spec = ModelSpec::from_recipe(recipe);
   if (recipe.threads > 0) omp_set_num_threads(recipe.threads);
   const MatmulPrecision precision = select_matmul_precision(recipe.train.precision == config::Precision::bf16);
@@ -49,32 +81,47 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
   const MlmBatchView batch = synthetic.view();
 
   using Clock = std::chrono::steady_clock;
-  std::vector<double> seconds;
   double optimizer_seconds = 0;
-  model.enable_stage_timing(true);
-  for (int step = 0; step < warmup_steps + timed_steps; ++step) {
-    if (step == warmup_steps) {
-      model.stage_times().reset();
-      reset_kernel_timing();
-      enable_kernel_timing(true);
-    }
-    const Pass pass{true, static_cast<uint64_t>(recipe.seed), static_cast<uint64_t>(step)};
+  int64_t step_count = 0;
+  bool kernel_timing_on = false;  // the timed idle steps only
+  // One training step; returns its wall time in seconds.
+  auto step = [&] {
+    const Pass pass{true, static_cast<uint64_t>(recipe.seed), static_cast<uint64_t>(step_count++)};
     const auto start = Clock::now();
     model.params().zero_grads();
     model.forward_backward(batch, pass, 1.0f / static_cast<float>(M));
     const auto before_optimizer = Clock::now();
     enable_kernel_timing(false);  // the optimizer has its own line
     optimizer.step(1e-6);  // a tiny step: the time is the same, the weights barely move
-    enable_kernel_timing(step >= warmup_steps);
+    enable_kernel_timing(kernel_timing_on);
     const auto end = Clock::now();
-    if (step >= warmup_steps) {
-      seconds.push_back(std::chrono::duration<double>(end - start).count());
-      optimizer_seconds += std::chrono::duration<double>(end - before_optimizer).count();
-    }
-  }
+    optimizer_seconds += std::chrono::duration<double>(end - before_optimizer).count();
+    return std::chrono::duration<double>(end - start).count();
+  };
+  model.enable_stage_timing(true);
+  for (int i = 0; i < warmup_steps; ++i) step();
+  model.stage_times().reset();
+  reset_kernel_timing();
+  optimizer_seconds = 0;
+  kernel_timing_on = true;
+  enable_kernel_timing(true);
+  std::vector<double> seconds;  // [timed_steps]
+  for (int i = 0; i < timed_steps; ++i) seconds.push_back(step());
+  kernel_timing_on = false;
   enable_kernel_timing(false);
-  std::sort(seconds.begin(), seconds.end());
+  model.enable_stage_timing(false);
+  const double idle_optimizer_seconds = optimizer_seconds;
   TrainBenchResult r;
+  if (beside_busy_process) {
+    // The same steps again with a CPU-bound process competing for this process's CPUs.
+    const BusyProcess neighbour;
+    for (int i = 0; i < warmup_steps; ++i) step();
+    std::vector<double> shared;  // [timed_steps]
+    for (int i = 0; i < timed_steps; ++i) shared.push_back(step());
+    std::sort(shared.begin(), shared.end());
+    r.shared_tokens_per_s = static_cast<double>(B * T) / shared[shared.size() / 2];
+  }
+  std::sort(seconds.begin(), seconds.end());
   r.matmul_implementations = matmul_implementations();  // before the peak probe adds its own
   const auto kernels = kernel_timing();
   for (int i = 0; i < kKernelKinds; ++i) {
@@ -92,7 +139,7 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
   r.max_s = seconds.back();
   r.forward_gflop = MlmModel::forward_matmul_flops(spec, B, T, M) * 1e-9;
   r.flops_per_token = 3 * r.forward_gflop * 1e9 / static_cast<double>(B * T);
-  r.optimizer_ms = 1e3 * optimizer_seconds / timed_steps;
+  r.optimizer_ms = 1e3 * idle_optimizer_seconds / timed_steps;
   const auto& times = model.stage_times();
   for (size_t i = 0; i < times.names.size(); ++i)
     r.stages.push_back({times.names[i], 1e3 * times.forward_seconds[i] / timed_steps,
@@ -127,6 +174,8 @@ std::string to_json(const TrainBenchResult& r, const ModelSpec& spec) {
                       {"timed_steps", r.steps},
                       {"step_seconds", {{"median", r.median_s}, {"min", r.min_s}, {"max", r.max_s}}},
                       {"tokens_per_second", r.tokens_per_s},
+                      {"tokens_per_second_beside_busy_process",
+                       r.shared_tokens_per_s > 0 ? nlohmann::json(r.shared_tokens_per_s) : nlohmann::json(nullptr)},
                       {"flops_per_token", r.flops_per_token},
                       {"optimizer_ms", r.optimizer_ms},
                       {"measured_fp32_matmul_peak_gflops", r.fp32_peak_gflops},

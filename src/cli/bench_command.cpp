@@ -4,10 +4,12 @@
 #include "linformer/config/recipe_loader.h"
 #include "linformer/core/check.h"
 #include "linformer/core/fs.h"
+#include "linformer/core/openmp_wait.h"
 #include "linformer/kernels/context.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -25,6 +27,7 @@ struct BenchTrainArgs {
   RecipeArgs recipe;
   int warmup = 2;
   int steps = 10;
+  bool beside_busy_process = false;
   std::string json;
 };
 }  // namespace
@@ -42,11 +45,13 @@ void add_bench_command(CLI::App& app) {
   args->recipe.add_to(*train);
   train->add_option("--warmup", args->warmup, "Untimed steps first")->capture_default_str()->check(at_least(0));
   train->add_option("--steps", args->steps, "Timed steps")->capture_default_str()->check(at_least(1));
+  train->add_flag("--beside-busy-process", args->beside_busy_process,
+                  "Then time the steps again beside a CPU-bound process (a shared machine) and compare");
   train->add_option("--json", args->json, "Also write the result as JSON to this file");
   train->callback([args] {
     const auto recipe = config::load_recipe(args->recipe.path, args->recipe.overrides);
     const ModelSpec spec = ModelSpec::from_recipe(recipe);
-    const TrainBenchResult r = bench_train(recipe, args->warmup, args->steps);
+    const TrainBenchResult r = bench_train(recipe, args->warmup, args->steps, args->beside_busy_process);
     std::string implementations;
     for (const auto& [name, primitives] : r.matmul_implementations)
       implementations += fmt::format("{}{} ({} shapes)", implementations.empty() ? "" : ", ", name, primitives);
@@ -57,6 +62,7 @@ void add_bench_command(CLI::App& app) {
         "  (matmul FLOPs: {:.2f} GFLOP forward per step, x3 per training step, {:.1f} MFLOP per token)\n"
         "matmul peak probe (1536^3, best of 4): fp32 {:.1f} GFLOP/s, bf16 {}\n"
         "precision: {} (oneDNN ISA here: {}; matmul kernels: {})\n"
+        "OpenMP waiting: {}\n{}"
         "memory: parameters {:.1f} MB, activations {:.1f} MB, peak RSS {:.1f} MB\n\n"
         "{:<18} {:>12} {:>12} {:>8}\n",
         recipe.name, config::enum_name(spec.attention), spec.layers, spec.d_model, spec.heads, spec.ffn_dim,
@@ -70,7 +76,14 @@ void add_bench_command(CLI::App& app) {
         r.bf16_peak_gflops > 0
             ? fmt::format("{:.1f} GFLOP/s", r.bf16_peak_gflops)
             : fmt::format("not available (needs avx512_bf16; oneDNN ISA here: {})", dnnl_cpu_isa_name()),
-        r.precision_note, dnnl_cpu_isa_name(), implementations, r.parameter_bytes / 1e6, r.activation_bytes / 1e6,
+        r.precision_note, dnnl_cpu_isa_name(), implementations, openmp_wait_policy_description(),
+        r.shared_tokens_per_s > 0
+            ? fmt::format("shared CPU: {:.0f} tokens/s beside one CPU-bound process = {:.0f}% of the idle median "
+                          "(a fair share: {:.0f}%, the neighbour taking one core of {} or half of one)\n",
+                          r.shared_tokens_per_s, 100 * r.shared_tokens_per_s / r.tokens_per_s,
+                          100.0 * std::max(r.threads - 1.0, r.threads / 2.0) / r.threads, r.threads)
+            : "",
+        r.parameter_bytes / 1e6, r.activation_bytes / 1e6,
         r.peak_rss_kb / 1e3, "stage", "forward ms", "backward ms", "share");
     double total = r.optimizer_ms;
     for (const auto& stage : r.stages) total += stage.forward_ms + stage.backward_ms;

@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "linformer/core/check.h"
 #include "linformer/core/logging.h"
+#include "linformer/core/openmp_wait.h"
 #include "linformer/core/version.h"
 #include "linformer/kernels/context.h"
 
@@ -21,14 +22,17 @@ std::string version_text() {
       "linformer {} (git {}, {} build, {})\n"
       "oneDNN {}\n"
       "CPU ISA used by oneDNN: {}\n"
-      "OpenMP threads available: {}",
+      "OpenMP threads available: {}\n"
+      "OpenMP waiting: {}",
       linformer::kVersion, linformer::kGitCommit, linformer::kBuildType, linformer::kCompiler,
-      linformer::dnnl_version_string(), linformer::dnnl_cpu_isa_name(), omp_get_max_threads());
+      linformer::dnnl_version_string(), linformer::dnnl_cpu_isa_name(), omp_get_max_threads(),
+      linformer::openmp_wait_policy_description());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  linformer::bound_openmp_spinning(argv);  // may re-execute the program: before anything else
   linformer::flush_denormals_to_zero();
   CLI::App app{"linformer: masked-language-model pretraining of Linformer and Transformer encoders on CPUs."};
   app.set_version_flag("--version", version_text);

@@ -2,6 +2,7 @@
 
 #include "linformer/core/fs.h"
 #include "linformer/core/logging.h"
+#include "linformer/core/openmp_wait.h"
 #include "linformer/kernels/context.h"
 
 #include <fmt/format.h>
@@ -25,6 +26,7 @@ void start_run_directory(const std::string& run_dir, const config::Recipe& recip
     spdlog::info("removed {}/{}: a file that an earlier process did not finish writing", run_dir, name);
   write_file_atomic((fs::path(run_dir) / "recipe.toml").string(), resolved);
   spdlog::info("run directory {} (resolved recipe in recipe.toml), {} threads", run_dir, omp_get_max_threads());
+  spdlog::info("OpenMP waiting: {}", openmp_wait_policy_description());
   const bool want_bf16 = recipe.train.precision == config::Precision::bf16;
   const MatmulPrecision precision = select_matmul_precision(want_bf16);
   if (want_bf16 && !precision.bf16) spdlog::warn("{}", precision.note);

@@ -40,6 +40,7 @@ struct TrainBenchResult {
   std::vector<KernelTime> kernels;            // per kernel family (kernels/kernel_timing.h), optimizer excluded
   std::map<std::string, size_t> matmul_implementations;  // oneDNN kernel name -> primitives of the step
   double tokens_per_s = 0;     // B·T / median
+  double shared_tokens_per_s = 0;  // the same beside one CPU-bound process (0: not measured)
   double gflops_per_s = 0;     // 3 × forward FLOPs / median
   double forward_gflop = 0;    // per step
   double flops_per_token = 0;  // 3 × forward FLOPs / (B·T)
@@ -52,7 +53,10 @@ struct TrainBenchResult {
   long peak_rss_kb = 0;
 };
 
-TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int timed_steps);
+// beside_busy_process: after the timed steps, time them again beside a CPU-bound child process
+// (a shared machine): TrainBenchResult::shared_tokens_per_s.
+TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int timed_steps,
+                             bool beside_busy_process = false);
 
 std::string to_json(const TrainBenchResult& r, const ModelSpec& spec);
 
