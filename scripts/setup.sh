@@ -17,6 +17,7 @@ packages=(
   nlohmann-json3-dev
   libbenchmark-dev
   zlib1g-dev
+  libopenmpi-dev openmpi-bin        # data-parallel training: mpirun -np R build/linformer train …
   python3 python3-torch python3-numpy python3-matplotlib   # PyTorch reference, plots
   libopenblas0-openmp               # a tuned BLAS for PyTorch's fp32 matmuls (the default is the reference BLAS)
   time                              # /usr/bin/time: wall time and peak memory of experiment runs

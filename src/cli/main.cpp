@@ -7,6 +7,7 @@
 #include "linformer/core/check.h"
 #include "linformer/core/logging.h"
 #include "linformer/core/openmp_wait.h"
+#include "linformer/core/world.h"
 #include "linformer/core/version.h"
 #include "linformer/kernels/context.h"
 
@@ -23,16 +24,32 @@ std::string version_text() {
       "oneDNN {}\n"
       "CPU ISA used by oneDNN: {}\n"
       "OpenMP threads available: {}\n"
-      "OpenMP waiting: {}",
+      "OpenMP waiting: {}\n"
+      "data parallel: {}",
       linformer::kVersion, linformer::kGitCommit, linformer::kBuildType, linformer::kCompiler,
       linformer::dnnl_version_string(), linformer::dnnl_cpu_isa_name(), omp_get_max_threads(),
-      linformer::openmp_wait_policy_description());
+      linformer::openmp_wait_policy_description(), linformer::World::build_description());
+}
+
+// Exit code 1; in a data-parallel run the whole job ends, so no rank waits for this one.
+[[noreturn]] void end_after_error() {
+  if (linformer::World::distributed())
+    spdlog::error("rank {} of {} failed: ending every rank of the job", linformer::World::rank(),
+                  linformer::World::size());
+  spdlog::default_logger()->flush();
+  linformer::World::abort_all(1);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   linformer::bound_openmp_spinning(argv);  // may re-execute the program: before anything else
+  try {
+    linformer::World::init();
+  } catch (const linformer::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
   linformer::flush_denormals_to_zero();
   CLI::App app{"linformer: masked-language-model pretraining of Linformer and Transformer encoders on CPUs."};
   app.set_version_flag("--version", version_text);
@@ -51,19 +68,27 @@ int main(int argc, char** argv) {
   linformer::cli::add_options_command(app);
 
   // Logging must be ready before any subcommand's callback runs.
-  app.parse_complete_callback([&] { linformer::init_logging(linformer::parse_log_level(log_level)); });
+  app.parse_complete_callback([&] {
+    linformer::init_logging(linformer::parse_log_level(log_level));
+    if (linformer::World::distributed() && !app.got_subcommand("train"))
+      throw linformer::Error(fmt::format(
+          "launched by mpirun as {}: only `linformer train` runs data-parallel; run the other commands without mpirun",
+          linformer::World::description()));
+  });
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
+    linformer::World::finalize();
     return code == 0 ? 0 : 2;
   } catch (const linformer::Error& e) {
     spdlog::error("{}", e.what());
-    return 1;
+    end_after_error();
   } catch (const std::exception& e) {
     spdlog::critical("unexpected error: {}", e.what());
-    return 1;
+    end_after_error();
   }
+  linformer::World::finalize();
   return 0;
 }

@@ -1,10 +1,12 @@
 #include "linformer/core/logging.h"
 
 #include "linformer/core/check.h"
+#include "linformer/core/world.h"
 
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include <algorithm>
 #include <set>
 
 namespace linformer {
@@ -21,10 +23,13 @@ void init_logging(spdlog::level::level_enum level) {
   auto logger = spdlog::get("linformer");
   if (!logger) {
     logger = spdlog::stderr_color_mt("linformer");
-    logger->set_pattern("%^[%Y-%m-%d %H:%M:%S.%e] [%l]%$ %v");
+    // Data-parallel runs: every line names its rank, and only rank 0 says more than warnings.
+    logger->set_pattern(World::distributed()
+                            ? fmt::format("%^[%Y-%m-%d %H:%M:%S.%e] [rank {}] [%l]%$ %v", World::rank())
+                            : std::string("%^[%Y-%m-%d %H:%M:%S.%e] [%l]%$ %v"));
     spdlog::set_default_logger(logger);
   }
-  logger->set_level(level);
+  logger->set_level(World::is_root() ? level : std::max(level, spdlog::level::warn));
   logger->flush_on(spdlog::level::warn);
 }
 

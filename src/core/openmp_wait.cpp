@@ -43,7 +43,7 @@ const char* openmp_wait_policy_description() {
     if (policy != nullptr) chosen += "OMP_WAIT_POLICY=" + std::string(policy);
     if (spin != nullptr) chosen += (chosen.empty() ? "" : ", ") + std::string("GOMP_SPINCOUNT=") + spin;
     if (!chosen.empty()) return chosen + " (set by the environment)";
-    return std::string("the OpenMP runtime's default (the program could not re-execute itself to bound spinning)");
+    return std::string("the OpenMP runtime's default (neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT set)");
   }();
   return text.c_str();
 }

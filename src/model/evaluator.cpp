@@ -6,12 +6,14 @@
 
 namespace linformer {
 
-EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches, const data::UnigramModel* unigram) {
+EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches, const data::UnigramModel* unigram,
+                    EvalShard shard) {
   EvalResult result;
-  const int64_t batches = max_batches > 0 ? std::min(max_batches, batcher.batches_per_epoch()) : batcher.batches_per_epoch();
+  const int64_t batches = max_batches > 0 ? std::min(max_batches * shard.count, batcher.batches_per_epoch())
+                                          : batcher.batches_per_epoch();
   data::Batch batch;
   std::vector<int32_t> positions;
-  for (int64_t i = 0; i < batches; ++i) {
+  for (int64_t i = shard.index; i < batches; i += shard.count) {
     batcher.get({0, static_cast<uint64_t>(i)}, batch);
     if (batch.targets() == 0) continue;  // nothing to predict in this batch
     const StepResult r = model.forward(model_view(batch, positions), Pass{});

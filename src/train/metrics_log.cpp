@@ -33,7 +33,8 @@ std::vector<std::string> split_csv_line(const std::string& line) {
 
 // An older metrics.csv's rows in today's columns, by name; absent columns stay empty.
 void upgrade_csv_columns(const std::string& path) {
-  if (!std::filesystem::exists(path)) return;
+  // Empty: created by a run whose header write failed (a full disk); the header comes next.
+  if (!std::filesystem::exists(path) || std::filesystem::file_size(path) == 0) return;
   std::istringstream in(read_file(path));
   std::string header;
   std::getline(in, header);
@@ -118,19 +119,23 @@ void keep_rows(const std::string& path, int header_lines, int64_t keep_until, Up
 }
 }  // namespace
 
-MetricsLog::MetricsLog(const std::string& run_dir, int64_t keep_until)
+MetricsLog::MetricsLog(const std::string& run_dir, int64_t keep_until, bool writes)
     : csv_path_((std::filesystem::path(run_dir) / "metrics.csv").string()),
-      jsonl_path_((std::filesystem::path(run_dir) / "metrics.jsonl").string()) {
+      jsonl_path_((std::filesystem::path(run_dir) / "metrics.jsonl").string()),
+      writes_(writes) {
+  if (!writes_) return;
   upgrade_csv_columns(csv_path_);
   keep_rows(csv_path_, 1, keep_until, csv_update);
   keep_rows(jsonl_path_, 0, keep_until, jsonl_update);
   const bool new_csv = !std::filesystem::exists(csv_path_) || std::filesystem::file_size(csv_path_) == 0;
+  // The header whole or not at all: a full disk must not leave a metrics.csv without one.
+  if (new_csv) write_file_atomic(csv_path_, kCsvHeader);
   csv_ = AppendFile(csv_path_);
   jsonl_ = AppendFile(jsonl_path_);
-  if (new_csv) csv_.append(kCsvHeader);
 }
 
 void MetricsLog::append(const MetricsRow& r) {
+  if (!writes_) return;
   const std::string unigram = r.unigram_perplexity > 0 ? fmt::format("{:.4f}", r.unigram_perplexity) : "";
   const std::string macro_f1 = r.macro_f1 >= 0 ? fmt::format("{:.6f}", r.macro_f1) : "";
   const std::string csv_row =

@@ -5,6 +5,7 @@
 #include "linformer/core/fs.h"
 #include "linformer/core/logging.h"
 #include "linformer/core/signals.h"
+#include "linformer/core/world.h"
 #include "linformer/kernels/context.h"
 #include "linformer/model/batch_adapter.h"
 #include "linformer/model/memory_estimate.h"
@@ -25,6 +26,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 namespace linformer {
 
@@ -62,6 +64,14 @@ TrainSummary summary_of(std::string run_dir, int64_t updates, const EvalResult& 
   return s;
 }
 
+// Why the run stops now ("" to go on), the same on every process: a process stops when any
+// does (a signal reaches one, or its clock passes train.max_minutes first).
+std::string agreed_stop_reason(const RunSchedule& schedule, const TrainingState& state, double elapsed_seconds) {
+  const std::string reason = schedule.stop_reason(state, elapsed_seconds);
+  if (!World::any(!reason.empty())) return "";
+  return reason.empty() ? "another process stopped" : reason;
+}
+
 // The run in a locked, started run directory: data, model, optimizer and state, then the loop
 // of updates with logging, validation, checkpoints and stopping as the schedule says, then a
 // last validation and checkpoint. The parts live in their own files (update_step.h,
@@ -86,7 +96,7 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
   TrainingState state = load_resume_point(plan, spec, model.params(), optimizer);
   const int64_t start_update = state.update;
   data->train->set_state({state.epoch, state.position});
-  MetricsLog metrics(run_dir, state.update);
+  MetricsLog metrics(run_dir, state.update, /*writes=*/World::is_root());
   spdlog::info("model: {} parameters ({:.1f} MB), activations {:.1f} MB; train {} blocks ({} batches/epoch), valid {} blocks",
                model.params().count(), model.params().values().layout().bytes() / 1e6, model.activation_bytes() / 1e6,
                data->train_blocks->size(), data->train->batches_per_epoch(), data->valid_blocks->size());
@@ -98,7 +108,9 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
   UpdateStep step(model, optimizer, *data->train, recipe);
   IntervalMeter meter(state.interval);
   const RunClock clock(state.elapsed_seconds);
+  // Rank 0 alone writes checkpoints (the processes hold the same weights and state).
   auto save = [&] {
+    if (!World::is_root()) return;
     TrainingState saved = state;
     saved.interval = meter.sums();
     checkpoints.write(model.params(), optimizer, saved, data->train->state(), clock.elapsed());
@@ -115,10 +127,15 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
     }
   };
 
-  std::string reason = schedule.stop_reason(state, clock.elapsed());
+  if (World::distributed())
+    spdlog::info("data parallel: {}, each with train.batch_size = {} and train.accumulation = {}: {} sequences per "
+                 "update",
+                 World::description(), B, recipe.train.accumulation,
+                 static_cast<int64_t>(World::size()) * B * recipe.train.accumulation);
+  std::string reason = agreed_stop_reason(schedule, state, clock.elapsed());
   if (plan.resumes() && !reason.empty() && !stop_requested()) {
     // A finished run resumed: nothing to train, and no row or checkpoint to add.
-    EvalResult valid = evaluate(model, *data->valid, recipe.validation.max_batches, &data->unigram);
+    EvalResult valid = validator.evaluate();
     spdlog::info("{} already finished at update {} ({}): nothing to do", run_dir, state.update, reason);
     return summary_of(run_dir, state.update, valid, plan.checkpoint);
   }
@@ -132,13 +149,13 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
     }
     const bool best = schedule.validate_now(state.update) && validator.run(state, clock.elapsed());
     if (schedule.checkpoint_now(state.update, best)) save_periodic();
-    reason = schedule.stop_reason(state, clock.elapsed());
+    reason = agreed_stop_reason(schedule, state, clock.elapsed());
   }
 
   // The end: a finished run gets a last validation and checkpoint unless this update just had
   // them. An interrupted one only a checkpoint: validating there would add a row and a patience
   // count that the uninterrupted run never has, so the resumed run could not continue exactly.
-  const bool interrupted = schedule.interrupted(state, clock.elapsed());
+  const bool interrupted = World::any(schedule.interrupted(state, clock.elapsed()));
   spdlog::info("stopping at update {}: {}", state.update, reason);
   if (!interrupted && validator.last_update() != state.update) validator.run(state, clock.elapsed());
   const bool nothing_new = plan.resumes() && state.update == start_update;
@@ -169,10 +186,16 @@ TrainSummary run_training(const TrainOptions& options) {
   const std::string resolved = config::dump_recipe(recipe);
   const std::string run_dir = options.run_dir.empty() ? default_run_dir(recipe) : options.run_dir;
   if (recipe.threads > 0) omp_set_num_threads(recipe.threads);
-  create_directories_or_fail(run_dir);
-  const FileLock lock((fs::path(run_dir) / "run.lock").string(), fmt::format("run directory '{}'", run_dir));
+  // Data parallel: rank 0 alone locks and writes the run directory; the others read it.
+  std::optional<FileLock> lock;
+  if (World::is_root()) {
+    create_directories_or_fail(run_dir);
+    lock.emplace((fs::path(run_dir) / "run.lock").string(), fmt::format("run directory '{}'", run_dir));
+  }
+  World::barrier();  // the others plan after rank 0 holds the lock
   const ResumePlan plan = plan_resume(options, run_dir);  // refuses before anything is written
-  start_run_directory(run_dir, recipe, resolved);
+  if (World::is_root()) start_run_directory(run_dir, recipe, resolved);
+  else select_matmul_precision(recipe.train.precision == config::Precision::bf16);
   try {
     return train_in(run_dir, recipe, resolved, plan, options);
   } catch (const Error& e) {

@@ -1,6 +1,7 @@
 #include "linformer/train/training_data.h"
 
 #include "linformer/core/check.h"
+#include "linformer/core/world.h"
 
 #include <fmt/format.h>
 
@@ -26,15 +27,19 @@ std::unique_ptr<TrainingData> open_training_data(const config::Recipe& recipe, c
     LF_FAIL("the valid split of '{}' is empty (data.valid_fraction = {}): training validates on it; prepare the data "
             "again with a larger data.valid_fraction or a corpus of more documents",
             d.prepared_dir, d.valid_fraction);
-  if (t->train_blocks->size() < recipe.train.batch_size)
-    LF_FAIL("the training split of '{}' has {} blocks of {} tokens, fewer than one batch of {} (train.batch_size)",
-            d.prepared_dir, t->train_blocks->size(), d.seq_len, recipe.train.batch_size);
+  const int ranks = World::size();
+  if (t->train_blocks->size() < static_cast<int64_t>(ranks) * recipe.train.batch_size)
+    LF_FAIL("the training split of '{}' has {} blocks of {} tokens, fewer than one batch of {} (train.batch_size){}",
+            d.prepared_dir, t->train_blocks->size(), d.seq_len, recipe.train.batch_size,
+            ranks > 1 ? fmt::format(" on each of {} processes", ranks) : "");
   t->train_masker = std::make_unique<data::Masker>(recipe.masking, vocab, t->prepared.tokenizer.word_starts(), seed);
   t->valid_masker =
       std::make_unique<data::Masker>(data::validation_masking(recipe), vocab, t->prepared.tokenizer.word_starts(), seed);
   data::BatcherOptions train_options;
   train_options.batch_size = recipe.train.batch_size;
   train_options.seed = seed;
+  train_options.rank = World::rank();  // each process its share of every global batch (batcher.h)
+  train_options.world_size = ranks;
   t->train = std::make_unique<data::Batcher>(*t->train_blocks, *t->train_masker, train_options);
   t->valid = std::make_unique<data::Batcher>(*t->valid_blocks, *t->valid_masker,
                                              data::evaluation_options(recipe.train.batch_size, seed));
@@ -50,6 +55,9 @@ DataIdentity data_identity(const TrainingData& data, const config::Recipe& recip
                    {"data.seq_len", std::to_string(recipe.data.seq_len)},
                    {"data.break_mode", std::string(config::enum_name(recipe.data.break_mode))},
                    {"train.batch_size", std::to_string(recipe.train.batch_size)}};
+  // The processes share each global batch out: another count is another data order. (Only
+  // data-parallel runs carry the key, so one-process checkpoints keep their identity.)
+  if (World::distributed()) id.order_keys.push_back({"processes", std::to_string(World::size())});
   return id;
 }
 

@@ -1,6 +1,7 @@
 #include "linformer/train/update_step.h"
 
 #include "linformer/core/check.h"
+#include "linformer/core/world.h"
 #include "linformer/model/batch_adapter.h"
 #include "linformer/optim/lr_schedule.h"
 
@@ -22,6 +23,9 @@ UpdateResult UpdateStep::run(TrainingState& state) {
     batches_.next(batch);
     update_masked += batch.targets();
   }
+  // Data parallel: the loss is the mean over every process's masked tokens, so R processes of
+  // batch b make the same update as one process of batch R·b.
+  World::sum(&update_masked, 1);
   model_.params().zero_grads();
   const float grad_scale = update_masked > 0 ? 1.0f / static_cast<float>(update_masked) : 0.0f;
   for (auto& batch : micro_) {
@@ -33,8 +37,19 @@ UpdateResult UpdateStep::run(TrainingState& state) {
     result.masked += r.masked;
     result.correct += r.correct;
   }
+  if (World::distributed()) {
+    // Each process's gradients are its share of the global mean already (scaled by the global
+    // count): their sum is the update's gradient, the same on every process.
+    const Arena<float>& grads = model_.params().grads();
+    World::sum(grads.data(), grads.layout().numel());
+    int64_t counts[3] = {result.masked, result.correct, result.tokens};  // for the log: the whole update's
+    World::sum(counts, 3);
+    result.masked = counts[0];
+    result.correct = counts[1];
+    result.tokens = counts[2];
+    World::sum(&result.loss_sum, 1);
+  }
   state.tokens += result.tokens;
-  // (Data-parallel training averages the gradients across ranks here.)
   result.grad_norm = gradient_norm(model_.params());
   if (!std::isfinite(result.grad_norm))
     LF_FAIL("update {}: the gradient norm is {} (loss diverged); lower optim.lr or resume from an earlier checkpoint",

@@ -1,5 +1,6 @@
 #include "linformer/train/validator.h"
 
+#include "linformer/core/world.h"
 #include "linformer/optim/lr_schedule.h"
 #include "linformer/train/interval_meter.h"
 
@@ -12,8 +13,24 @@ namespace linformer {
 Validator::Validator(MlmModel& model, TrainingData& data, const config::Recipe& recipe, MetricsLog& metrics)
     : model_(model), data_(data), recipe_(recipe), metrics_(metrics) {}
 
+EvalResult Validator::evaluate() const {
+  EvalResult r = linformer::evaluate(model_, *data_.valid, recipe_.validation.max_batches, &data_.unigram,
+                                     {World::rank(), World::size()});
+  int64_t counts[4] = {r.masked, r.correct, r.batches, r.tokens};
+  World::sum(counts, 4);
+  double sums[2] = {r.loss_sum, r.unigram_loss_sum};
+  World::sum(sums, 2);
+  r.masked = counts[0];
+  r.correct = counts[1];
+  r.batches = counts[2];
+  r.tokens = counts[3];
+  r.loss_sum = sums[0];
+  r.unigram_loss_sum = sums[1];
+  return r;
+}
+
 bool Validator::run(TrainingState& state, double elapsed_seconds) {
-  last_ = evaluate(model_, *data_.valid, recipe_.validation.max_batches, &data_.unigram);
+  last_ = evaluate();
   last_update_ = state.update;
   const bool best = last_.loss() < state.best_valid_loss;
   if (best) {

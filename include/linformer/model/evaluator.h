@@ -27,9 +27,17 @@ struct EvalResult {
   }
 };
 
+// One process's share of an evaluation shared out among `count` processes.
+struct EvalShard {
+  int index = 0;
+  int count = 1;
+};
+
 // Batches 0 … of epoch 0 (all, or the first max_batches when > 0). With a unigram model,
-// also scores it on the same masked targets (unigram_loss_sum).
+// also scores it on the same masked targets (unigram_loss_sum). Shared out: the first
+// max_batches·count batches (or all), shard.index taking every count-th from its own index,
+// so the shards' sums are one process's evaluation with count times the batch size.
 EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches,
-                    const data::UnigramModel* unigram = nullptr);
+                    const data::UnigramModel* unigram = nullptr, EvalShard shard = {});
 
 }  // namespace linformer

@@ -34,7 +34,8 @@ struct MetricsRow {
 class MetricsLog {
  public:
   // Opens (creating) run_dir/metrics.{csv,jsonl}; keeps only rows with update ≤ keep_until.
-  MetricsLog(const std::string& run_dir, int64_t keep_until);
+  // writes = false (the data-parallel processes but rank 0): touches nothing, appends nothing.
+  MetricsLog(const std::string& run_dir, int64_t keep_until, bool writes = true);
   void append(const MetricsRow& row);
   std::string csv_path() const { return csv_path_; }
   std::string jsonl_path() const { return jsonl_path_; }
@@ -42,6 +43,7 @@ class MetricsLog {
  private:
   std::string csv_path_, jsonl_path_;
   AppendFile csv_, jsonl_;
+  bool writes_ = true;
 };
 
 }  // namespace linformer

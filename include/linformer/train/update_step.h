@@ -4,10 +4,9 @@
 // of k·b rows; then the global gradient norm, clipping to optim.clip_norm, the schedule's
 // learning rate and an AdamW step.
 //
-// Reuse: fine-tuning runs the same step with another model (anything with zero_grads /
-// forward_backward over its own batches); data-parallel training averages the gradients
-// across ranks between the micro-batches' backward and the norm (see run()), and normalises
-// by the global count of masked tokens.
+// Data parallel (core/world.h): the scale is 1 / (masked tokens of the update on every process),
+// the gradients are summed over the processes before the norm, and the result's counts are the
+// whole update's; each process reads its own share of the batches (batcher.h).
 
 #include "linformer/config/recipe.h"
 #include "linformer/data/batcher.h"

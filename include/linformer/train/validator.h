@@ -1,7 +1,8 @@
 #pragma once
 // Validation during training: the valid split with fixed masks (the same tokens every time,
 // so curves compare across runs), the unigram baseline on those tokens, best tracking in the
-// TrainingState (early stopping counts from it), a metrics row and a log line.
+// TrainingState (early stopping counts from it), a metrics row and a log line. Shared out
+// among the processes of a data-parallel run.
 
 #include "linformer/config/recipe.h"
 #include "linformer/model/evaluator.h"
@@ -17,6 +18,10 @@ class Validator {
 
   // Validates at state.update; returns whether this is the best validation loss so far.
   bool run(TrainingState& state, double elapsed_seconds);
+  // The valid split's scores, without a row or a best. Data parallel: each process scores its
+  // share of the batches and the sums are added up, so R processes with batch b score the same
+  // blocks (validation.max_batches batches of R·b) as one process with batch R·b.
+  EvalResult evaluate() const;
   const EvalResult& last() const { return last_; }
   int64_t last_update() const { return last_update_; }  // −1 before the first
 

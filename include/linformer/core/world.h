@@ -1,0 +1,44 @@
+#pragma once
+// The processes of one run. Launched by `mpirun -np R` (and built with Open MPI), a run is R
+// processes, the ranks 0 … R−1, that train one model by synchronous data parallelism; launched
+// plainly, it is one process and nothing here calls MPI (no launcher needed).
+//
+// Every collective must be called by every rank in the same order. A rank that fails calls
+// abort_all(): MPI then ends every rank, so none waits forever for a partner that is gone.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace linformer {
+
+class World {
+ public:
+  // Call once in main(), before anything else uses it: joins the MPI job when launched by
+  // mpirun (MPI_Init_thread), else a world of one. Fails when launched by mpirun in a build
+  // without MPI.
+  static void init();
+  // Leaves the MPI job (MPI_Finalize): call once at the normal end of main().
+  static void finalize();
+
+  static int rank();
+  static int size();
+  static bool is_root() { return rank() == 0; }
+  static bool distributed() { return size() > 1; }
+  // "1 process" or "2 processes (Open MPI …)" for the log.
+  static std::string description();
+  // For --version: "MPI (Open MPI v4.1.4)" or "off (built without MPI)".
+  static std::string build_description();
+
+  // In place: every rank ends with the sum over ranks. No-ops in a world of one.
+  static void sum(float* data, size_t count);
+  static void sum(double* data, size_t count);
+  static void sum(int64_t* data, size_t count);
+  // True on every rank when `flag` is true on any.
+  static bool any(bool flag);
+  static void barrier();
+  // Ends every rank of the job with `code` (exit(code) in a world of one).
+  [[noreturn]] static void abort_all(int code);
+};
+
+}  // namespace linformer

@@ -1,0 +1,141 @@
+#include "linformer/core/world.h"
+
+#include "linformer/core/check.h"
+
+#include <fmt/format.h>
+
+#ifdef LINFORMER_HAVE_MPI
+#include <mpi.h>
+#endif
+
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+namespace linformer {
+
+namespace {
+int g_rank = 0;
+int g_size = 1;
+bool g_mpi = false;  // MPI_Init_thread was called (and MPI_Finalize not yet)
+
+// Launched by Open MPI's mpirun (or another launcher setting its variables)?
+bool launched_by_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
+
+#ifdef LINFORMER_HAVE_MPI
+void check_mpi(int code, const char* what) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  LF_FAIL("rank {} of {}: {} failed: {}", g_rank, g_size, what, std::string(text, static_cast<size_t>(length)));
+}
+
+template <typename T>
+void sum_in_place(T* data, size_t count, MPI_Datatype type) {
+  if (!g_mpi || g_size == 1 || count == 0) return;
+  // MPI counts are int: large buffers go in pieces.
+  constexpr size_t kPiece = size_t{1} << 30;
+  for (size_t done = 0; done < count; done += kPiece) {
+    const int n = static_cast<int>(std::min(kPiece, count - done));
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, data + done, n, type, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+  }
+}
+#endif
+}  // namespace
+
+void World::init() {
+  if (!launched_by_mpirun()) return;
+#ifdef LINFORMER_HAVE_MPI
+  int provided = 0;
+  // Only the main thread calls MPI; OpenMP threads never do.
+  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  g_mpi = true;
+  // Errors come back as codes, turned into messages naming the rank, instead of MPI's abort.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &g_rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &g_size), "MPI_Comm_size");
+#else
+  if (std::atoi(std::getenv("OMPI_COMM_WORLD_SIZE")) > 1)
+    LF_FAIL("launched by mpirun with {} processes, but this build has no MPI (install libopenmpi-dev and build "
+            "again; CMake says 'MPI: data-parallel training on')",
+            std::getenv("OMPI_COMM_WORLD_SIZE"));
+#endif
+}
+
+void World::finalize() {
+#ifdef LINFORMER_HAVE_MPI
+  if (g_mpi) MPI_Finalize();
+#endif
+  g_mpi = false;
+}
+
+int World::rank() { return g_rank; }
+int World::size() { return g_size; }
+
+namespace {
+// "Open MPI v4.1.4" (the first part of MPI_Get_library_version, callable before MPI_Init).
+std::string mpi_library() {
+#ifdef LINFORMER_HAVE_MPI
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  MPI_Get_library_version(version, &length);
+  const std::string library(version, static_cast<size_t>(length));
+  return library.substr(0, library.find(','));
+#else
+  return "";
+#endif
+}
+}  // namespace
+
+std::string World::description() {
+  if (g_size == 1) return "1 process";
+  return fmt::format("{} processes ({})", g_size, mpi_library());
+}
+
+std::string World::build_description() {
+#ifdef LINFORMER_HAVE_MPI
+  return "MPI (" + mpi_library() + "; launch with mpirun -np R)";
+#else
+  return "off (built without MPI)";
+#endif
+}
+
+void World::sum([[maybe_unused]] float* data, [[maybe_unused]] size_t count) {
+#ifdef LINFORMER_HAVE_MPI
+  sum_in_place(data, count, MPI_FLOAT);
+#endif
+}
+
+void World::sum([[maybe_unused]] double* data, [[maybe_unused]] size_t count) {
+#ifdef LINFORMER_HAVE_MPI
+  sum_in_place(data, count, MPI_DOUBLE);
+#endif
+}
+
+void World::sum([[maybe_unused]] int64_t* data, [[maybe_unused]] size_t count) {
+#ifdef LINFORMER_HAVE_MPI
+  sum_in_place(data, count, MPI_INT64_T);
+#endif
+}
+
+bool World::any(bool flag) {
+  int64_t value = flag ? 1 : 0;
+  sum(&value, 1);
+  return value > 0;
+}
+
+void World::barrier() {
+#ifdef LINFORMER_HAVE_MPI
+  if (g_mpi && g_size > 1) check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+#endif
+}
+
+void World::abort_all(int code) {
+#ifdef LINFORMER_HAVE_MPI
+  if (g_mpi && g_size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+  std::exit(code);
+}
+
+}  // namespace linformer

@@ -1,0 +1,125 @@
+"""Data-parallel training is the same training: `mpirun -np 2` with train.batch_size = b against
+one process with 2·b on the tiny recipe (dropout 0, one OpenMP thread per process). Every logged
+row must carry the same tokens (the same data order) and the same loss, accuracy and gradient norm
+within a float tolerance (the gradient sums run in another order), the final weights likewise;
+rank 0 alone writes the metrics (no row twice) and a checkpoint. Skipped (exit 77) when the binary
+was built without MPI or mpirun is missing.
+
+Usage: mpi_equivalence_test.py LINFORMER_BINARY   (run from the repository root, as CTest does)
+"""
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import safetensors_io  # noqa: E402
+
+TINY = os.path.join(ROOT, "recipes", "ci", "tiny.toml")
+BINARY = None
+SKIP = 77
+RTOL = 2e-4  # float32 sums in another order, through 20 AdamW updates
+
+
+def mpirun_command(processes):
+    command = ["mpirun", "-np", str(processes), "--oversubscribe", "--bind-to", "none", "-x", "OMP_NUM_THREADS=1"]
+    if os.geteuid() == 0:
+        command.append("--allow-run-as-root")
+    return command
+
+
+def read_safetensors(path):
+    return {name: t.numpy() for name, t in safetensors_io.load(path)[0].items()}
+
+
+def read_metrics(run_dir):
+    with open(os.path.join(run_dir, "metrics.csv")) as f:
+        return list(csv.DictReader(f))
+
+
+def final_weights(run_dir):
+    checkpoints = sorted(os.listdir(os.path.join(run_dir, "checkpoints")))
+    return read_safetensors(os.path.join(run_dir, "checkpoints", checkpoints[-1], "model.safetensors"))
+
+
+class MpiEquivalence(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.prepared = os.path.join(cls.dir.name, "prepared")
+        r = subprocess.run([BINARY, "prepare", "--recipe", TINY, "--set", f"data.prepared_dir={cls.prepared}"],
+                           capture_output=True, text=True, cwd=ROOT)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def train(self, run_dir, batch_size, processes):
+        command = [BINARY, "train", "--recipe", TINY, "--set", f"data.prepared_dir={self.prepared}",
+                   "--set", f"train.batch_size={batch_size}", "--run-dir", run_dir]
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        if processes > 1:
+            command = mpirun_command(processes) + command
+        return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+
+    def test_two_processes_train_as_one_with_twice_the_batch(self):
+        one_dir = os.path.join(self.dir.name, "one")
+        two_dir = os.path.join(self.dir.name, "two")
+        one = self.train(one_dir, 4, 1)
+        self.assertEqual(one.returncode, 0, one.stdout + one.stderr)
+        two = self.train(two_dir, 2, 2)
+        self.assertEqual(two.returncode, 0, two.stdout + two.stderr)
+        self.assertIn("data parallel: 2 processes", two.stderr)
+        self.assertIn("4 sequences per update", two.stderr)
+
+        rows_one, rows_two = read_metrics(one_dir), read_metrics(two_dir)
+        self.assertEqual([(r["kind"], r["update"]) for r in rows_one], [(r["kind"], r["update"]) for r in rows_two],
+                         "the two runs logged different rows (or a row twice)")
+        self.assertGreaterEqual(len(rows_one), 6)
+        for a, b in zip(rows_one, rows_two):
+            where = f"{a['kind']} row at update {a['update']}"
+            self.assertEqual(a["tokens"], b["tokens"], f"{where}: another data order")
+            self.assertEqual(a["epoch"], b["epoch"], where)
+            for column in ("loss", "accuracy", "lr") + (("grad_norm",) if a["kind"] == "train" else ()):
+                x, y = float(a[column]), float(b[column])
+                self.assertTrue(np.isclose(x, y, rtol=RTOL, atol=1e-6), f"{where}: {column} {x} against {y}")
+
+        weights_one, weights_two = final_weights(one_dir), final_weights(two_dir)
+        self.assertEqual(sorted(weights_one), sorted(weights_two))
+        for name in weights_one:
+            a, b = weights_one[name], weights_two[name]
+            worst = float(np.max(np.abs(a - b) / (np.abs(a) + 1e-3)))
+            self.assertLess(worst, 1e-3, f"final weights differ in {name}: {worst:.2e} relative")
+        # The tolerance tells weights apart: the first checkpoint (update 10) is far from the last.
+        earlier = read_safetensors(os.path.join(one_dir, "checkpoints", sorted(os.listdir(
+            os.path.join(one_dir, "checkpoints")))[0], "model.safetensors"))
+        moved = max(float(np.max(np.abs(earlier[n] - weights_two[n]) / (np.abs(earlier[n]) + 1e-3))) for n in earlier)
+        self.assertGreater(moved, 1e-2)
+
+    def test_other_commands_refuse_to_run_under_mpirun(self):
+        r = subprocess.run(mpirun_command(2) + [BINARY, "prepare", "--recipe", TINY, "--set",
+                                                f"data.prepared_dir={self.prepared}"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("only `linformer train` runs data-parallel", r.stdout + r.stderr)
+
+
+def main():
+    global BINARY
+    BINARY = os.path.abspath(sys.argv.pop(1))
+    version = subprocess.run([BINARY, "--version"], capture_output=True, text=True).stdout
+    if "data parallel: MPI" not in version or shutil.which("mpirun") is None:
+        print("skipped: this build has no MPI, or mpirun is missing (" + version.splitlines()[-1] + ")")
+        sys.exit(SKIP)
+    unittest.main()
+
+
+if __name__ == "__main__":
+    main()
