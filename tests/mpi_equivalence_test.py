@@ -2,7 +2,8 @@
 one process with 2·b on the tiny recipe (dropout 0, one OpenMP thread per process). Every logged
 row must carry the same tokens (the same data order) and the same loss, accuracy and gradient norm
 within a float tolerance (the gradient sums run in another order), the final weights likewise;
-rank 0 alone writes the metrics (no row twice) and a checkpoint. Skipped (exit 77) when the binary
+rank 0 alone writes the metrics (no row twice) and a checkpoint. SIGTERM to mpirun, then the
+resume, gives the uninterrupted run's rows and weights exactly. Skipped (exit 77) when the binary
 was built without MPI or mpirun is missing.
 
 Usage: mpi_equivalence_test.py LINFORMER_BINARY   (run from the repository root, as CTest does)
@@ -10,9 +11,11 @@ Usage: mpi_equivalence_test.py LINFORMER_BINARY   (run from the repository root,
 import csv
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -61,9 +64,13 @@ class MpiEquivalence(unittest.TestCase):
     def tearDownClass(cls):
         cls.dir.cleanup()
 
-    def train(self, run_dir, batch_size, processes):
-        command = [BINARY, "train", "--recipe", TINY, "--set", f"data.prepared_dir={self.prepared}",
-                   "--set", f"train.batch_size={batch_size}", "--run-dir", run_dir]
+    def train_command(self, run_dir, batch_size, settings=(), resume=False):
+        return [BINARY, "train", "--recipe", TINY, "--set", f"data.prepared_dir={self.prepared}",
+                "--set", f"train.batch_size={batch_size}", *settings, "--run-dir", run_dir] + \
+            (["--resume", "auto"] if resume else [])
+
+    def train(self, run_dir, batch_size, processes, settings=(), resume=False):
+        command = self.train_command(run_dir, batch_size, settings, resume)
         env = dict(os.environ, OMP_NUM_THREADS="1")
         if processes > 1:
             command = mpirun_command(processes) + command
@@ -102,6 +109,37 @@ class MpiEquivalence(unittest.TestCase):
             os.path.join(one_dir, "checkpoints")))[0], "model.safetensors"))
         moved = max(float(np.max(np.abs(earlier[n] - weights_two[n]) / (np.abs(earlier[n]) + 1e-3))) for n in earlier)
         self.assertGreater(moved, 1e-2)
+
+    def test_sigterm_to_mpirun_then_resume_equals_an_uninterrupted_run(self):
+        settings = ["--set", "train.max_updates=1500", "--set", "checkpoint.every=50", "--set", "validation.every=50"]
+        straight_dir = os.path.join(self.dir.name, "straight")
+        straight = self.train(straight_dir, 2, 2, settings)
+        self.assertEqual(straight.returncode, 0, straight.stdout + straight.stderr)
+
+        run_dir = os.path.join(self.dir.name, "interrupted")
+        command = mpirun_command(2) + self.train_command(run_dir, 2, settings)
+        job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                               env=dict(os.environ, OMP_NUM_THREADS="1"))
+        first = os.path.join(run_dir, "checkpoints", "checkpoint_00000050", "DONE")
+        deadline = time.time() + 300
+        while not os.path.exists(first) and job.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        job.send_signal(signal.SIGTERM)  # mpirun passes it on to every rank
+        output = job.communicate(timeout=300)[0]
+        self.assertIn("received SIGTERM", output)
+        self.assertIn("continue with: mpirun -np 2", output)
+        self.assertEqual(output.count("interrupted by SIGTERM"), 1, "rank 0 alone gives the hint")
+        stopped_at = len(read_metrics(run_dir))
+        resumed = self.train(run_dir, 2, 2, settings, resume=True)
+        self.assertEqual(resumed.returncode, 0, resumed.stdout + resumed.stderr)
+
+        columns = ("kind", "update", "tokens", "epoch", "lr", "loss", "perplexity", "accuracy", "grad_norm")
+        rows = lambda d: [tuple(r[c] for c in columns) for r in read_metrics(d)]  # noqa: E731
+        self.assertLess(stopped_at, len(rows(straight_dir)), "the run finished before the signal: nothing tested")
+        self.assertEqual(rows(run_dir), rows(straight_dir))
+        a, b = final_weights(run_dir), final_weights(straight_dir)
+        for name in a:
+            self.assertTrue(np.array_equal(a[name], b[name]), f"{name} differs after the resume")
 
     def test_other_commands_refuse_to_run_under_mpirun(self):
         r = subprocess.run(mpirun_command(2) + [BINARY, "prepare", "--recipe", TINY, "--set",

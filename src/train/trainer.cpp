@@ -38,7 +38,10 @@ namespace {
 
 // The command that continues this run, with every --set of this one.
 std::string resume_command(const TrainOptions& options, const std::string& run_dir) {
-  std::string command = "linformer train --recipe " + shell_quoted(options.recipe_path);
+  std::string command = World::distributed()
+                            ? fmt::format("mpirun -np {} <your mpirun options> linformer train --recipe ", World::size())
+                            : std::string("linformer train --recipe ");
+  command += shell_quoted(options.recipe_path);
   for (const auto& o : options.overrides) command += " --set " + shell_quoted(o);
   return command + " --run-dir " + shell_quoted(run_dir) + " --resume auto";
 }
@@ -164,7 +167,8 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
   TrainSummary summary = summary_of(run_dir, state.update, validator.last(), last_checkpoint);
   summary.interrupted = interrupted;
   if (interrupted) {
-    spdlog::warn("interrupted by {} at update {}; continue with: {}", stop_signal_name(), state.update,
+    if (World::is_root())
+      spdlog::warn("interrupted by {} at update {}; continue with: {}", stop_signal_name(), state.update,
                  resume_command(options, run_dir));
     return summary;
   }
