@@ -34,12 +34,18 @@ void IntervalMeter::add(const UpdateResult& update) {
   ++sums_.updates;
   timed_tokens_ += update.tokens;
   ++timed_updates_;
+  timed_allreduce_seconds_ += update.allreduce_seconds;
   last_ = update;
 }
 
 double IntervalMeter::seconds_per_update() const {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   return timed_updates_ ? seconds / static_cast<double>(timed_updates_) : 0.0;
+}
+
+double IntervalMeter::allreduce_share() const {
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return seconds > 0 ? timed_allreduce_seconds_ / seconds : 0.0;
 }
 
 MetricsRow IntervalMeter::take_row(const TrainingState& state, uint64_t epoch, double elapsed_seconds) {

@@ -46,13 +46,15 @@ std::string resume_command(const TrainOptions& options, const std::string& run_d
   return command + " --run-dir " + shell_quoted(run_dir) + " --resume auto";
 }
 
-void log_train_row(const MetricsRow& row, int64_t max_updates, double seconds_per_update) {
+void log_train_row(const MetricsRow& row, int64_t max_updates, double seconds_per_update, double allreduce_share) {
   const std::string eta =
       max_updates > 0 ? " | ETA " + format_duration(seconds_per_update * static_cast<double>(max_updates - row.update))
                       : "";
-  spdlog::info("update {}{} | lr {:.3g} | loss {:.4f} | ppl {:.2f} | acc {:.3f} | gnorm {:.3f} | {:.0f} tok/s{}",
+  const std::string allreduce =
+      World::distributed() ? fmt::format(" | allreduce {:.1f}%", 100 * allreduce_share) : "";
+  spdlog::info("update {}{} | lr {:.3g} | loss {:.4f} | ppl {:.2f} | acc {:.3f} | gnorm {:.3f} | {:.0f} tok/s{}{}",
                row.update, max_updates > 0 ? fmt::format("/{}", max_updates) : "", row.lr, row.loss, row.perplexity,
-               row.accuracy, row.grad_norm, row.tokens_per_second, eta);
+               row.accuracy, row.grad_norm, row.tokens_per_second, allreduce, eta);
 }
 
 TrainSummary summary_of(std::string run_dir, int64_t updates, const EvalResult& valid, std::string checkpoint) {
@@ -132,9 +134,10 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
 
   if (World::distributed())
     spdlog::info("data parallel: {}, each with train.batch_size = {} and train.accumulation = {}: {} sequences per "
-                 "update",
+                 "update; gradients of {:.1f} MB summed over the processes per update",
                  World::description(), B, recipe.train.accumulation,
-                 static_cast<int64_t>(World::size()) * B * recipe.train.accumulation);
+                 static_cast<int64_t>(World::size()) * B * recipe.train.accumulation,
+                 model.params().grads().layout().bytes() / 1e6);
   std::string reason = agreed_stop_reason(schedule, state, clock.elapsed());
   if (plan.resumes() && !reason.empty() && !stop_requested()) {
     // A finished run resumed: nothing to train, and no row or checkpoint to add.
@@ -146,9 +149,10 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
     meter.add(step.run(state));
     if (schedule.log_now(state.update)) {
       const double seconds_per_update = meter.seconds_per_update();
+      const double allreduce_share = meter.allreduce_share();
       const MetricsRow row = meter.take_row(state, data->train->state().epoch, clock.elapsed());
       metrics.append(row);
-      log_train_row(row, recipe.train.max_updates, seconds_per_update);
+      log_train_row(row, recipe.train.max_updates, seconds_per_update, allreduce_share);
     }
     const bool best = schedule.validate_now(state.update) && validator.run(state, clock.elapsed());
     if (schedule.checkpoint_now(state.update, best)) save_periodic();

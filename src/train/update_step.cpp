@@ -5,6 +5,7 @@
 #include "linformer/model/batch_adapter.h"
 #include "linformer/optim/lr_schedule.h"
 
+#include <chrono>
 #include <cmath>
 
 namespace linformer {
@@ -41,7 +42,9 @@ UpdateResult UpdateStep::run(TrainingState& state) {
     // Each process's gradients are its share of the global mean already (scaled by the global
     // count): their sum is the update's gradient, the same on every process.
     const Arena<float>& grads = model_.params().grads();
+    const auto start = std::chrono::steady_clock::now();
     World::sum(grads.data(), grads.layout().numel());
+    result.allreduce_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     int64_t counts[3] = {result.masked, result.correct, result.tokens};  // for the log: the whole update's
     World::sum(counts, 3);
     result.masked = counts[0];

@@ -30,11 +30,14 @@ class IntervalMeter {
   MetricsRow take_row(const TrainingState& state, uint64_t epoch, double elapsed_seconds);
   // Seconds per update over this session's part of the interval (for an ETA).
   double seconds_per_update() const;
+  // The share of that time spent in the gradient allreduce (data parallel; 0 otherwise).
+  double allreduce_share() const;
 
  private:
   std::chrono::steady_clock::time_point start_;
   IntervalSums sums_;
   int64_t timed_tokens_ = 0, timed_updates_ = 0;  // since start_ (tokens/s, ETA): this session only
+  double timed_allreduce_seconds_ = 0;
   UpdateResult last_;
 };
 

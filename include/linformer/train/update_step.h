@@ -27,6 +27,7 @@ struct UpdateResult {
   int64_t tokens = 0;      // real tokens read
   double grad_norm = 0;    // before clipping
   double lr = 0;
+  double allreduce_seconds = 0;  // data parallel: wall time in the gradient allreduce
 };
 
 class UpdateStep {
