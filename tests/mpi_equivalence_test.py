@@ -141,6 +141,28 @@ class MpiEquivalence(unittest.TestCase):
         for name in a:
             self.assertTrue(np.array_equal(a[name], b[name]), f"{name} differs after the resume")
 
+    def test_a_run_resumes_with_another_number_of_processes(self):
+        # One process of batch 4 to update 10, then 2 processes of batch 2: the same global
+        # batches, so the rows of one process of batch 4 all the way, within the tolerance.
+        one_dir = os.path.join(self.dir.name, "one_all_the_way")
+        one = self.train(one_dir, 4, 1)
+        self.assertEqual(one.returncode, 0, one.stdout + one.stderr)
+        mixed_dir = os.path.join(self.dir.name, "one_then_two")
+        shutil.copytree(one_dir, mixed_dir)
+        shutil.rmtree(os.path.join(mixed_dir, "checkpoints", "checkpoint_00000020"))
+        mixed = self.train(mixed_dir, 2, 2, resume=True)
+        self.assertEqual(mixed.returncode, 0, mixed.stdout + mixed.stderr)
+        self.assertIn("resum", mixed.stderr)
+        rows_one, rows_mixed = read_metrics(one_dir), read_metrics(mixed_dir)
+        self.assertEqual([(r["kind"], r["update"], r["tokens"]) for r in rows_one],
+                         [(r["kind"], r["update"], r["tokens"]) for r in rows_mixed])
+        for a, b in zip(rows_one, rows_mixed):
+            self.assertTrue(np.isclose(float(a["loss"]), float(b["loss"]), rtol=RTOL), f"{a} against {b}")
+        # Another global batch is another data order: refused, naming the key.
+        other = self.train(mixed_dir, 3, 2, resume=True)
+        self.assertNotEqual(other.returncode, 0)
+        self.assertIn("train.batch_size (4 in the checkpoint, 6 now)", other.stdout + other.stderr)
+
     def test_other_commands_refuse_to_run_under_mpirun(self):
         r = subprocess.run(mpirun_command(2) + [BINARY, "prepare", "--recipe", TINY, "--set",
                                                 f"data.prepared_dir={self.prepared}"],

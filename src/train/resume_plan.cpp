@@ -1,6 +1,7 @@
 #include "linformer/train/resume_plan.h"
 
 #include "linformer/core/check.h"
+#include "linformer/core/world.h"
 #include "linformer/data/tokenizer.h"
 #include "linformer/nn/weights_file.h"
 
@@ -105,6 +106,10 @@ void check_resume_data(const ResumePlan& plan, const DataIdentity& now, const st
   std::string message = fmt::format(
       "cannot resume from {}: its data position points into other data than this run's:", plan.checkpoint);
   for (const auto& d : differences) message += "\n  " + d;
+  if (World::distributed())
+    message += fmt::format("\n(with {} processes, train.batch_size counts the sequences of all of them: {} × the "
+                           "recipe's)",
+                           World::size(), World::size());
   message += "\nresume with the data and settings the run was trained on, or add --reset-data to read this data from "
              "its start";
   throw Error(message);

@@ -54,10 +54,9 @@ DataIdentity data_identity(const TrainingData& data, const config::Recipe& recip
   id.order_keys = {{"seed", std::to_string(recipe.seed)},
                    {"data.seq_len", std::to_string(recipe.data.seq_len)},
                    {"data.break_mode", std::string(config::enum_name(recipe.data.break_mode))},
-                   {"train.batch_size", std::to_string(recipe.train.batch_size)}};
-  // The processes share each global batch out: another count is another data order. (Only
-  // data-parallel runs carry the key, so one-process checkpoints keep their identity.)
-  if (World::distributed()) id.order_keys.push_back({"processes", std::to_string(World::size())});
+                   // The sequences of an update on all processes: R processes of batch b read the batches of
+                   // one process of R·b (batcher.h), so a run may resume with another number of processes.
+                   {"train.batch_size", std::to_string(static_cast<int64_t>(World::size()) * recipe.train.batch_size)}};
   return id;
 }
 
