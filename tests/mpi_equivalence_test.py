@@ -163,6 +163,49 @@ class MpiEquivalence(unittest.TestCase):
         self.assertNotEqual(other.returncode, 0)
         self.assertIn("train.batch_size (4 in the checkpoint, 6 now)", other.stdout + other.stderr)
 
+    def test_a_hung_rank_ends_the_job_after_the_peer_timeout(self):
+        run_dir = os.path.join(self.dir.name, "hung")
+        command = mpirun_command(2) + self.train_command(
+            run_dir, 2, ["--set", "train.max_updates=100000", "--set", "checkpoint.every=50"]) + ["--peer-timeout", "3"]
+        job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                               env=dict(os.environ, OMP_NUM_THREADS="1"))
+        first = os.path.join(run_dir, "checkpoints", "checkpoint_00000050", "DONE")
+        deadline = time.time() + 300
+        while not os.path.exists(first) and job.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        rank1 = [pid for pid in os.listdir("/proc") if pid.isdigit() and self.is_rank_of(int(pid), run_dir, 1)]
+        self.assertEqual(len(rank1), 1, "rank 1 not found")
+        os.kill(int(rank1[0]), signal.SIGSTOP)  # hung: alive, never answering
+        started = time.time()
+        try:
+            output = job.communicate(timeout=120)[0]
+        finally:
+            if job.poll() is None:
+                job.kill()
+            try:
+                os.kill(int(rank1[0]), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.assertNotEqual(job.returncode, 0)
+        self.assertLess(time.time() - started, 60, "the job did not end soon after the timeout")
+        self.assertIn("rank 0 of 2: no answer from the other processes for 3 s in MPI_Allreduce", output)
+        # The last checkpoint stays whole: the run resumes from it (one process of batch 4).
+        resumed = self.train(run_dir, 4, 1, ["--set", "train.max_updates=10000", "--set", "checkpoint.every=50",
+                                             "--set", "train.max_tokens=1"], resume=True)
+        self.assertEqual(resumed.returncode, 0, resumed.stdout + resumed.stderr)
+        self.assertIn("resum", resumed.stderr)
+
+    @staticmethod
+    def is_rank_of(pid, run_dir, rank):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f, open(f"/proc/{pid}/comm", "rb") as comm:
+                if run_dir.encode() not in f.read() or b"mpirun" in comm.read():
+                    return False
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                return f"OMPI_COMM_WORLD_RANK={rank}".encode() in f.read().split(b"\0")
+        except OSError:
+            return False
+
     def test_other_commands_refuse_to_run_under_mpirun(self):
         r = subprocess.run(mpirun_command(2) + [BINARY, "prepare", "--recipe", TINY, "--set",
                                                 f"data.prepared_dir={self.prepared}"],

@@ -33,6 +33,11 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--reset-schedule", args->options.reset_schedule,
                 "On resume: count updates (and the learning-rate schedule) from 0 again");
   cmd->add_flag("--reset-data", args->options.reset_data, "On resume: read the training data from the start again");
+  cmd->add_option("--peer-timeout", args->options.peer_timeout_seconds,
+                  "Under mpirun: seconds a process waits for the others in a collective before it ends the job "
+                  "(a process hung; 0: wait forever). Longer than the slowest checkpoint write")
+      ->capture_default_str()
+      ->check(at_least(0));
   cmd->callback([args] {
     if (args->dump_recipe) {
       std::cout << config::dump_recipe(config::load_recipe(args->recipe.path, args->recipe.overrides));

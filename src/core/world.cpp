@@ -8,8 +8,13 @@
 #include <mpi.h>
 #endif
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <vector>
 
 namespace linformer {
@@ -18,6 +23,29 @@ namespace {
 int g_rank = 0;
 int g_size = 1;
 bool g_mpi = false;  // MPI_Init_thread was called (and MPI_Finalize not yet)
+
+// The watchdog of set_peer_timeout(): when the running collective started (steady-clock ns; 0: none).
+std::atomic<int64_t> g_collective_since{0};
+std::atomic<const char*> g_collective_name{""};
+std::atomic<bool> g_watchdog_stop{false};
+std::thread g_watchdog;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Marks the enclosing collective for the watchdog.
+class CollectiveWait {
+ public:
+  explicit CollectiveWait(const char* name) {
+    g_collective_name.store(name);
+    g_collective_since.store(now_ns());
+  }
+  ~CollectiveWait() { g_collective_since.store(0); }
+  CollectiveWait(const CollectiveWait&) = delete;
+  CollectiveWait& operator=(const CollectiveWait&) = delete;
+};
 
 // Launched by Open MPI's mpirun (or another launcher setting its variables)?
 bool launched_by_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
@@ -36,6 +64,7 @@ void sum_in_place(T* data, size_t count, MPI_Datatype type) {
   if (!g_mpi || g_size == 1 || count == 0) return;
   // MPI counts are int: large buffers go in pieces.
   constexpr size_t kPiece = size_t{1} << 30;
+  const CollectiveWait wait("MPI_Allreduce");
   for (size_t done = 0; done < count; done += kPiece) {
     const int n = static_cast<int>(std::min(kPiece, count - done));
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, data + done, n, type, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
@@ -63,7 +92,28 @@ void World::init() {
 #endif
 }
 
+void World::set_peer_timeout(double seconds) {
+  if (g_size == 1 || seconds <= 0 || g_watchdog.joinable()) return;
+  const auto limit_ns = static_cast<int64_t>(seconds * 1e9);
+  g_watchdog = std::thread([limit_ns, seconds] {
+    while (!g_watchdog_stop.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      const int64_t since = g_collective_since.load();
+      if (since == 0 || now_ns() - since < limit_ns) continue;
+      spdlog::error("rank {} of {}: no answer from the other processes for {:.0f} s in {} (one hung, or died): "
+                    "ending this process so that mpirun ends the job (--peer-timeout)",
+                    g_rank, g_size, seconds, g_collective_name.load());
+      spdlog::default_logger()->flush();
+      std::_Exit(1);  // the main thread is inside MPI: no clean exit from here
+    }
+  });
+}
+
 void World::finalize() {
+  if (g_watchdog.joinable()) {
+    g_watchdog_stop.store(true);
+    g_watchdog.join();
+  }
 #ifdef LINFORMER_HAVE_MPI
   if (g_mpi) MPI_Finalize();
 #endif
@@ -127,7 +177,9 @@ bool World::any(bool flag) {
 
 void World::barrier() {
 #ifdef LINFORMER_HAVE_MPI
-  if (g_mpi && g_size > 1) check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  if (!g_mpi || g_size == 1) return;
+  const CollectiveWait wait("MPI_Barrier");
+  check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 #endif
 }
 

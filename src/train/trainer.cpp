@@ -190,6 +190,7 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
 
 TrainSummary run_training(const TrainOptions& options) {
   install_stop_handlers();  // first: a signal during set-up also ends with a checkpoint, not a kill
+  World::set_peer_timeout(options.peer_timeout_seconds);
   const config::Recipe recipe = config::load_recipe(options.recipe_path, options.overrides);
   const std::string resolved = config::dump_recipe(recipe);
   const std::string run_dir = options.run_dir.empty() ? default_run_dir(recipe) : options.run_dir;

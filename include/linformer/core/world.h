@@ -39,6 +39,11 @@ class World {
   static void barrier();
   // Ends every rank of the job with `code` (exit(code) in a world of one).
   [[noreturn]] static void abort_all(int code);
+
+  // A collective that has waited `seconds` for the other processes (one hung, or died without
+  // mpirun noticing) ends this process with an error naming the rank and the call; mpirun then
+  // ends the job. A watchdog thread checks; 0 turns it off. Data-parallel runs only.
+  static void set_peer_timeout(double seconds);
 };
 
 }  // namespace linformer

@@ -21,6 +21,7 @@ struct TrainOptions {
   bool reset_optimizer = false;  // resume: fresh AdamW moments
   bool reset_schedule = false;   // resume: the learning-rate schedule and update count start again
   bool reset_data = false;       // resume: the data position starts again at epoch 0
+  int peer_timeout_seconds = 1800;  // data parallel: World::set_peer_timeout()
 };
 
 struct TrainSummary {
