@@ -76,6 +76,17 @@ class MpiEquivalence(unittest.TestCase):
             command = mpirun_command(processes) + command
         return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
 
+    def start_until_checkpoint_50(self, run_dir, settings, options=()):
+        """A 2-process run of batch 2 started in the background, returned once checkpoint 50 is written."""
+        command = mpirun_command(2) + self.train_command(run_dir, 2, settings) + list(options)
+        job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                               env=dict(os.environ, OMP_NUM_THREADS="1"))
+        done = os.path.join(run_dir, "checkpoints", "checkpoint_00000050", "DONE")
+        deadline = time.time() + 300
+        while not os.path.exists(done) and job.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        return job
+
     def test_two_processes_train_as_one_with_twice_the_batch(self):
         one_dir = os.path.join(self.dir.name, "one")
         two_dir = os.path.join(self.dir.name, "two")
@@ -117,13 +128,7 @@ class MpiEquivalence(unittest.TestCase):
         self.assertEqual(straight.returncode, 0, straight.stdout + straight.stderr)
 
         run_dir = os.path.join(self.dir.name, "interrupted")
-        command = mpirun_command(2) + self.train_command(run_dir, 2, settings)
-        job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-                               env=dict(os.environ, OMP_NUM_THREADS="1"))
-        first = os.path.join(run_dir, "checkpoints", "checkpoint_00000050", "DONE")
-        deadline = time.time() + 300
-        while not os.path.exists(first) and job.poll() is None and time.time() < deadline:
-            time.sleep(0.05)
+        job = self.start_until_checkpoint_50(run_dir, settings)
         job.send_signal(signal.SIGTERM)  # mpirun passes it on to every rank
         output = job.communicate(timeout=300)[0]
         self.assertIn("received SIGTERM", output)
@@ -165,14 +170,9 @@ class MpiEquivalence(unittest.TestCase):
 
     def test_a_hung_rank_ends_the_job_after_the_peer_timeout(self):
         run_dir = os.path.join(self.dir.name, "hung")
-        command = mpirun_command(2) + self.train_command(
-            run_dir, 2, ["--set", "train.max_updates=100000", "--set", "checkpoint.every=50"]) + ["--peer-timeout", "3"]
-        job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-                               env=dict(os.environ, OMP_NUM_THREADS="1"))
+        job = self.start_until_checkpoint_50(
+            run_dir, ["--set", "train.max_updates=100000", "--set", "checkpoint.every=50"], ["--peer-timeout", "3"])
         first = os.path.join(run_dir, "checkpoints", "checkpoint_00000050", "DONE")
-        deadline = time.time() + 300
-        while not os.path.exists(first) and job.poll() is None and time.time() < deadline:
-            time.sleep(0.05)
         rank1 = [pid for pid in os.listdir("/proc") if pid.isdigit() and self.is_rank_of(int(pid), run_dir, 1)]
         self.assertEqual(len(rank1), 1, "rank 1 not found")
         os.kill(int(rank1[0]), signal.SIGSTOP)  # hung: alive, never answering
