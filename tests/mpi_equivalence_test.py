@@ -96,6 +96,8 @@ class MpiEquivalence(unittest.TestCase):
         self.assertEqual(two.returncode, 0, two.stdout + two.stderr)
         self.assertIn("data parallel: 2 processes", two.stderr)
         self.assertIn("4 sequences per update", two.stderr)
+        self.assertRegex(two.stderr, r"gradients of \d+\.\d MB summed over the processes per update")
+        self.assertRegex(two.stderr, r"update 10/20 \|.*\| allreduce \d+\.\d%")
 
         rows_one, rows_two = read_metrics(one_dir), read_metrics(two_dir)
         self.assertEqual([(r["kind"], r["update"]) for r in rows_one], [(r["kind"], r["update"]) for r in rows_two],
