@@ -72,9 +72,23 @@ def pretrained(encoder, binary, log):
 
 
 def run(args, log):
+    manifest = read_manifest()
+    check_selection(args, manifest)
     machine = machine_description(args.binary)
-    for m in read_manifest():
+    for m in manifest:
         run_table(m, args, machine, log)
+
+
+def check_selection(args, manifest):
+    """--task/--encoder/--seed must name what the manifest lists: a typo would otherwise run nothing."""
+    known = {"task": {task_name(t) for m in manifest for t in m["tasks"]},
+             "encoder": {e for m in manifest for e in m["encoders"]},
+             "seed": {s for m in manifest for s in m["seeds"]}}
+    for option, names in known.items():
+        for value in getattr(args, option) or ():
+            if value not in names:
+                raise SystemExit(f"finetune_experiments: --{option} {value}: not in {MANIFEST}; it lists "
+                                 + ", ".join(str(n) for n in sorted(names)))
 
 
 def run_table(m, args, machine, log):

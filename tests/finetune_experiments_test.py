@@ -1,6 +1,7 @@
 """scripts/finetune_experiments.py report: the table's means and standard deviations over seeds,
 seconds per epoch from the validation rows, missing runs said, the average over tasks marked
-incomplete when a task lacks a run."""
+incomplete when a task lacks a run; run refuses a --task, --encoder or --seed the manifest does
+not list, naming what it lists."""
 import json
 import os
 import sys
@@ -50,6 +51,20 @@ class Report(unittest.TestCase):
             self.assertIn("| lin | 67.5 | 2 of 2 |", text)  # (85 + 50) / 2
             self.assertIn("| none | 60.0 (incomplete) | 1 of 2 |", text)
             self.assertIn("avx2 (test CPU), commit abc1234", text)
+
+
+class Selection(unittest.TestCase):
+    def test_a_name_not_in_the_manifest_is_refused_before_anything_runs(self):
+        manifest = [{"name": "n512", "tasks": ["spam.toml"], "encoders": ["lin", "none"], "seeds": [1, 2]}]
+        for option, value, listed in (("task", "spam.toml", "spam"), ("encoder", "linformer", "lin, none"),
+                                      ("seed", 3, "1, 2")):
+            args = fe.argparse.Namespace(task=None, encoder=None, seed=None)
+            setattr(args, option, [value])
+            with self.assertRaises(SystemExit) as refused:
+                fe.check_selection(args, manifest)
+            self.assertIn(f"--{option} {value}: not in", str(refused.exception))
+            self.assertIn(f"it lists {listed}", str(refused.exception))
+        fe.check_selection(fe.argparse.Namespace(task=["spam"], encoder=["none"], seed=[2]), manifest)
 
 
 if __name__ == "__main__":
