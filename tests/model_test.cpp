@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -84,19 +85,66 @@ TEST_P(FiniteDifferences, EveryParameterTensor) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Model, FiniteDifferences,
-    ::testing::Values(FdCase{"full_post", {{"attention", "full"}}, false},
-                      FdCase{"full_pre_dropout", {{"attention", "full"}, {"norm", "pre"}, {"dropout", 0.2},
-                                                  {"attention_dropout", 0.2}, {"activation_dropout", 0.2}}, true},
-                      FdCase{"linformer_none", {{"sharing", "none"}}, false},
-                      FdCase{"linformer_headwise_dropout", {{"dropout", 0.1}, {"attention_dropout", 0.3},
-                                                            {"activation_dropout", 0.1}}, true},
-                      FdCase{"linformer_layerwise", {{"sharing", "layerwise"}}, false},
-                      FdCase{"linformer_conv_none", {{"projection", "conv"}, {"sharing", "none"}}, false},
-                      FdCase{"linformer_mean_pre", {{"projection", "mean"}, {"norm", "pre"}}, false},
-                      FdCase{"linformer_max_kv", {{"projection", "max"}, {"sharing", "kv"}}, false}),
-    [](const ::testing::TestParamInfo<FdCase>& info) { return info.param.name; });
+// Every attention, sharing, projection and norm variant, with and without dropout.
+std::vector<FdCase> model_variants() {
+  return {FdCase{"full_post", {{"attention", "full"}}, false},
+          FdCase{"full_pre_dropout", {{"attention", "full"}, {"norm", "pre"}, {"dropout", 0.2},
+                                      {"attention_dropout", 0.2}, {"activation_dropout", 0.2}}, true},
+          FdCase{"linformer_none", {{"sharing", "none"}}, false},
+          FdCase{"linformer_headwise_dropout", {{"dropout", 0.1}, {"attention_dropout", 0.3},
+                                                {"activation_dropout", 0.1}}, true},
+          FdCase{"linformer_layerwise", {{"sharing", "layerwise"}}, false},
+          FdCase{"linformer_conv_none", {{"projection", "conv"}, {"sharing", "none"}}, false},
+          FdCase{"linformer_mean_pre", {{"projection", "mean"}, {"norm", "pre"}}, false},
+          FdCase{"linformer_max_kv", {{"projection", "max"}, {"sharing", "kv"}}, false}};
+}
+
+std::string variant_name(const ::testing::TestParamInfo<FdCase>& info) { return info.param.name; }
+
+INSTANTIATE_TEST_SUITE_P(Model, FiniteDifferences, ::testing::ValuesIn(model_variants()), variant_name);
+
+// Data parallel sums a range of the gradients as soon as the backward pass says it is final:
+// from then on nothing may write to it. Every range said final must equal the gradients at the
+// end of the pass (the last of an update's micro-batches, gradients already accumulated), and
+// the offsets must fall block by block to 0.
+class GradientsFinal : public ::testing::TestWithParam<FdCase> {};
+
+TEST_P(GradientsFinal, NoGradientChangesOnceTheBackwardPassSaysItIsFinal) {
+  const ModelSpec spec = testing::tiny_spec(GetParam().changes);
+  ASSERT_GE(spec.layers, 2);
+  const OwnedBatch batch = testing::random_batch(12, {12, 9, 5}, spec.vocab_size, 3);
+  MlmModel model(spec, batch.B, batch.B * batch.T);
+  model.params().initialize(5);
+  const float scale = 1.0f / static_cast<float>(2 * batch.masked_positions.size());
+  model.params().zero_grads();
+  model.forward_backward(batch.view(), Pass{GetParam().training, 1, 1}, scale);  // an earlier micro-batch
+  const float* grads = model.params().grads().data();
+  const size_t numel = model.params().grads().numel();
+  std::vector<std::pair<size_t, std::vector<float>>> said_final;  // (offset, grads[offset, numel) then)
+  model.forward_backward(batch.view(), Pass{GetParam().training, 1, 2}, scale, [&](size_t offset) {
+    ASSERT_LT(offset, numel);
+    said_final.emplace_back(offset, std::vector<float>(grads + offset, grads + numel));
+  });
+  ASSERT_EQ(said_final.size(), static_cast<size_t>(spec.layers) + 1) << "once per block and once at the end";
+  EXPECT_EQ(said_final.back().first, 0u);
+  std::vector<size_t> offsets;  // as announced beforehand (data parallel plans its sums on them)
+  for (const auto& said : said_final) offsets.push_back(said.first);
+  EXPECT_EQ(offsets, model.gradients_final_offsets());
+  for (size_t i = 0; i < said_final.size(); ++i) {
+    const auto& [offset, then] = said_final[i];
+    if (i > 0) {
+      EXPECT_LT(offset, said_final[i - 1].first) << "offsets fall block by block";
+    }
+    EXPECT_EQ(0, std::memcmp(then.data(), grads + offset, then.size() * sizeof(float)))
+        << "a gradient from offset " << offset << " changed after the backward pass said it was final (call " << i
+        << ")";
+  }
+  // Not vacuous: the first range said final (the last block and the head) holds gradients.
+  const std::vector<float>& first = said_final.front().second;
+  EXPECT_TRUE(std::any_of(first.begin(), first.end(), [](float g) { return g != 0.0f; }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Model, GradientsFinal, ::testing::ValuesIn(model_variants()), variant_name);
 
 // ---- padding invariance ------------------------------------------------------------------
 

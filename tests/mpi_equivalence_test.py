@@ -10,6 +10,7 @@ Usage: mpi_equivalence_test.py LINFORMER_BINARY   (run from the repository root,
 """
 import csv
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -158,6 +159,7 @@ class MpiEquivalence(unittest.TestCase):
         self.assertIn("4 sequences per update", two.stderr)
         self.assertRegex(two.stderr, r"gradients of \d+\.\d MB summed over the processes per update")
         self.assertRegex(two.stderr, r"update 10/20 \|.*\| allreduce \d+\.\d%")
+        self.assertIn("after the backward pass (--overlap-allreduce)", two.stderr, "auto on one machine: no overlap")
 
         rows_one, rows_two = read_metrics(one_dir), read_metrics(two_dir)
         self.assertEqual([(r["kind"], r["update"]) for r in rows_one], [(r["kind"], r["update"]) for r in rows_two],
@@ -182,6 +184,25 @@ class MpiEquivalence(unittest.TestCase):
             os.path.join(one_dir, "checkpoints")))[0], "model.safetensors"))
         moved = max(float(np.max(np.abs(earlier[n] - weights_two[n]) / (np.abs(earlier[n]) + 1e-3))) for n in earlier)
         self.assertGreater(moved, 1e-2)
+
+    def test_the_allreduce_overlapped_with_the_backward_pass_makes_the_same_updates(self):
+        # Two processes: a sum of two floats has one order, so overlapped and not agree bit for bit.
+        settings = ["--set", "train.max_updates=60", "--set", "checkpoint.every=60"]
+        after_dir, during_dir = (os.path.join(self.dir.name, name) for name in ("after", "during"))
+        after = self.train(after_dir, 2, 2, settings + ["--overlap-allreduce", "off"])
+        self.assertEqual(after.returncode, 0, after.stdout + after.stderr)
+        during = self.train(during_dir, 2, 2, settings + ["--overlap-allreduce", "on"])
+        self.assertEqual(during.returncode, 0, during.stdout + during.stderr)
+        self.assertIn("after the backward pass", after.stderr)
+        buckets = re.search(r"during the backward pass in (\d+) buckets", during.stderr)
+        self.assertIsNotNone(buckets, during.stderr)
+        self.assertGreaterEqual(int(buckets.group(1)), 3, "the tiny model's gradients in several buckets")
+        columns = ("kind", "update", "tokens", "loss", "accuracy", "grad_norm")
+        rows = lambda d: [tuple(r[c] for c in columns) for r in read_metrics(d)]  # noqa: E731
+        self.assertEqual(rows(during_dir), rows(after_dir))
+        a, b = final_weights(during_dir), final_weights(after_dir)
+        for name in a:
+            self.assertTrue(np.array_equal(a[name], b[name]), f"{name} differs with the allreduce overlapped")
 
     def test_sigterm_to_mpirun_then_resume_equals_an_uninterrupted_run(self):
         settings = ["--set", "train.max_updates=1500", "--set", "checkpoint.every=50", "--set", "validation.every=50"]

@@ -12,6 +12,7 @@ struct TrainArgs {
   RecipeArgs recipe;
   bool dump_recipe = false;
   TrainOptions options;
+  std::string overlap_allreduce = "auto";  // --overlap-allreduce: auto, on or off
 };
 }  // namespace
 
@@ -38,11 +39,20 @@ void add_train_command(CLI::App& app) {
                   "(a process hung; 0: wait forever). Longer than the slowest checkpoint write")
       ->capture_default_str()
       ->check(at_least(0));
+  cmd->add_option("--overlap-allreduce", args->overlap_allreduce,
+                  "Under mpirun: sum the gradients over the processes during the backward pass, a bucket of "
+                  "encoder blocks at a time ('on'), or after it ('off'); 'auto' overlaps when the processes span "
+                  "several machines. The same updates either way (bit for bit with 2 processes)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->callback([args] {
     if (args->dump_recipe) {
       std::cout << config::dump_recipe(config::load_recipe(args->recipe.path, args->recipe.overrides));
       return;
     }
+    args->options.overlap_allreduce = args->overlap_allreduce == "on"    ? OverlapAllreduce::on
+                                      : args->overlap_allreduce == "off" ? OverlapAllreduce::off
+                                                                         : OverlapAllreduce::automatic;
     args->options.recipe_path = args->recipe.path;
     args->options.overrides = args->recipe.overrides;
     run_training(args->options);

@@ -23,6 +23,8 @@ namespace {
 int g_rank = 0;
 int g_size = 1;
 bool g_mpi = false;  // MPI_Init_thread was called (and MPI_Finalize not yet)
+bool g_serialized = false;  // MPI_THREAD_SERIALIZED (or more) granted
+int g_machines = 1;         // how many shared-memory nodes the processes run on
 
 // The watchdog of set_peer_timeout(): when the running collective started (steady-clock ns; 0: none).
 std::atomic<int64_t> g_collective_since{0};
@@ -77,13 +79,24 @@ void World::init() {
   if (!launched_by_mpirun()) return;
 #ifdef LINFORMER_HAVE_MPI
   int provided = 0;
-  // Only the main thread calls MPI; OpenMP threads never do.
-  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  // One thread at a time calls MPI: the main thread, or the gradient sum's thread while the main
+  // thread computes (BackgroundSum). OpenMP threads never do.
+  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
   g_mpi = true;
+  g_serialized = provided >= MPI_THREAD_SERIALIZED;
   // Errors come back as codes, turned into messages naming the rank, instead of MPI's abort.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &g_rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &g_size), "MPI_Comm_size");
+  // Machines: the ranks that lead a shared-memory group, counted.
+  MPI_Comm node;
+  check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  int node_rank = 0;
+  check_mpi(MPI_Comm_rank(node, &node_rank), "MPI_Comm_rank");
+  MPI_Comm_free(&node);
+  g_machines = node_rank == 0 ? 1 : 0;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &g_machines, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
 #else
   if (std::atoi(std::getenv("OMPI_COMM_WORLD_SIZE")) > 1)
     LF_FAIL("launched by mpirun with {} processes, but this build has no MPI (install libopenmpi-dev and build "
@@ -122,6 +135,8 @@ void World::finalize() {
 
 int World::rank() { return g_rank; }
 int World::size() { return g_size; }
+bool World::other_threads_may_call() { return g_serialized; }
+bool World::spans_several_machines() { return g_machines > 1; }
 
 namespace {
 // "Open MPI v4.1.4" (the first part of MPI_Get_library_version, callable before MPI_Init).

@@ -1,5 +1,8 @@
 #include "linformer/model/encoder.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <limits>
 #include <utility>
 
 namespace linformer {
@@ -43,6 +46,12 @@ Encoder::Encoder(const ModelSpec& spec, const Parameters& params, Workspace& ws,
   d_hidden_a_ = ws.reserve_backward("d_hidden.a", rows * C);
   d_hidden_b_ = ws.reserve_backward("d_hidden.b", rows * C);
   key_valid_capacity_ = rows;
+  block_grads_begin_.assign(static_cast<size_t>(spec.layers), std::numeric_limits<size_t>::max());
+  for (const auto& entry : params.grads().layout().entries()) {
+    int layer = -1;
+    if (std::sscanf(entry.name.c_str(), "layers.%d.", &layer) == 1 && layer >= 0 && layer < spec.layers)
+      block_grads_begin_[layer] = std::min(block_grads_begin_[layer], entry.offset);
+  }
 }
 
 void Encoder::allocate_padding_mask() { key_valid_.resize(static_cast<size_t>(key_valid_capacity_)); }
@@ -80,7 +89,13 @@ TensorView<float> Encoder::output_gradient() const {
   return ws_.view(d_hidden_a_, Shape{geometry_.B, geometry_.T, spec_.d_model});
 }
 
-void Encoder::backward(const int32_t* ids, const Pass& pass) {
+std::vector<size_t> Encoder::gradients_final_offsets() const {
+  std::vector<size_t> offsets(block_grads_begin_.rbegin(), block_grads_begin_.rend());
+  offsets.push_back(0);
+  return offsets;
+}
+
+void Encoder::backward(const int32_t* ids, const Pass& pass, const GradientsFinalFrom& final_from) {
   const int64_t C = spec_.d_model, rows = geometry_.rows();
   const Shape shaped{geometry_.B, geometry_.T, C};
   TensorView<float> d_cur = output_gradient(), d_next = ws_.view(d_hidden_b_, shaped);
@@ -97,8 +112,10 @@ void Encoder::backward(const int32_t* ids, const Pass& pass) {
   for (int l = spec_.layers - 1; l >= 0; --l) {
     timer_.backward(stage--, [&] { blocks_[l]->backward(geometry_, ws_.view(hidden_[l], shaped), d_cur, d_next, pass); });
     std::swap(d_cur, d_next);
+    if (final_from) final_from(block_grads_begin_[l]);
   }
   timer_.backward(stage, [&] { embedding_->backward(geometry_, ids, d_cur, pass); });
+  if (final_from) final_from(0);
 }
 
 }  // namespace linformer

@@ -77,7 +77,8 @@ StepResult MlmModel::run_forward(const MlmBatchView& batch, const Pass& pass, fl
 
 StepResult MlmModel::forward(const MlmBatchView& batch, const Pass& pass) { return run_forward(batch, pass, 0.0f); }
 
-StepResult MlmModel::forward_backward(const MlmBatchView& batch, const Pass& pass, float grad_scale) {
+StepResult MlmModel::forward_backward(const MlmBatchView& batch, const Pass& pass, float grad_scale,
+                                     const GradientsFinalFrom& final_from) {
   LF_CHECK(grad_scale != 0.0f, "forward_backward needs a non-zero gradient scale");
   LF_CHECK(!ws_.inference(), "forward_backward on an inference model (it keeps no activations for backward)");
   const StepResult result = run_forward(batch, pass, grad_scale);
@@ -85,7 +86,7 @@ StepResult MlmModel::forward_backward(const MlmBatchView& batch, const Pass& pas
   timer_.backward(head_stage(), [&] {
     head_->backward(d_out.reshape(Shape{batch.B * batch.T, spec_.d_model}), batch.masked_positions, batch.M);
   });
-  encoder_.backward(batch.ids, pass);
+  encoder_.backward(batch.ids, pass, final_from);
   return result;
 }
 

@@ -46,6 +46,19 @@ std::string resume_command(const TrainOptions& options, const std::string& run_d
   return command + " --run-dir " + shell_quoted(run_dir) + " --resume auto";
 }
 
+// --overlap-allreduce: auto overlaps when the processes span several machines (the network then
+// works while the cores compute); on one machine the cores that compute would also do the sums.
+bool overlap_allreduce(OverlapAllreduce choice) {
+  if (!World::distributed() || choice == OverlapAllreduce::off) return false;
+  if (!World::other_threads_may_call()) {
+    if (choice == OverlapAllreduce::on)
+      spdlog::warn("--overlap-allreduce on: this MPI library does not let a second thread call it "
+                   "(MPI_THREAD_SERIALIZED not granted); the gradients are summed after the backward pass");
+    return false;
+  }
+  return choice == OverlapAllreduce::on || World::spans_several_machines();
+}
+
 void log_train_row(const MetricsRow& row, int64_t max_updates, double seconds_per_update, double allreduce_share) {
   const std::string eta =
       max_updates > 0 ? " | ETA " + format_duration(seconds_per_update * static_cast<double>(max_updates - row.update))
@@ -110,7 +123,8 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
   Validator validator(model, *data, recipe, metrics);
   RunCheckpoints checkpoints((fs::path(run_dir) / "checkpoints").string(), recipe.checkpoint, resolved,
                              data->prepared.tokenizer.serialized(), identity);
-  UpdateStep step(model, optimizer, *data->train, recipe);
+  const bool overlap = overlap_allreduce(options.overlap_allreduce);
+  UpdateStep step(model, optimizer, *data->train, recipe, overlap);
   IntervalMeter meter(state.interval);
   const RunClock clock(state.elapsed_seconds);
   // Rank 0 alone writes checkpoints (the processes hold the same weights and state).
@@ -134,10 +148,13 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
 
   if (World::distributed())
     spdlog::info("data parallel: {}, each with train.batch_size = {} and train.accumulation = {}: {} sequences per "
-                 "update; gradients of {:.1f} MB summed over the processes per update",
+                 "update; gradients of {:.1f} MB summed over the processes per update, {}",
                  World::description(), B, recipe.train.accumulation,
                  static_cast<int64_t>(World::size()) * B * recipe.train.accumulation,
-                 model.params().grads().layout().bytes() / 1e6);
+                 model.params().grads().layout().bytes() / 1e6,
+                 overlap ? fmt::format("during the backward pass in {} buckets (--overlap-allreduce)",
+                                       step.gradient_buckets())
+                         : std::string("after the backward pass (--overlap-allreduce)"));
   std::string reason = agreed_stop_reason(schedule, state, clock.elapsed());
   if (plan.resumes() && !reason.empty() && !stop_requested()) {
     // A finished run resumed: nothing to train, and no row or checkpoint to add.

@@ -5,17 +5,20 @@
 #include "linformer/model/batch_adapter.h"
 #include "linformer/optim/lr_schedule.h"
 
-#include <chrono>
 #include <cmath>
 
 namespace linformer {
 
-UpdateStep::UpdateStep(MlmModel& model, AdamW& optimizer, data::Batcher& batches, const config::Recipe& recipe)
+UpdateStep::UpdateStep(MlmModel& model, AdamW& optimizer, data::Batcher& batches, const config::Recipe& recipe,
+                       bool overlap_allreduce)
     : model_(model),
       optimizer_(optimizer),
       batches_(batches),
       recipe_(recipe),
-      micro_(static_cast<size_t>(recipe.train.accumulation)) {}
+      micro_(static_cast<size_t>(recipe.train.accumulation)) {
+  if (World::distributed())
+    gradient_sync_.emplace(model.params(), model.gradients_final_offsets(), overlap_allreduce);
+}
 
 UpdateResult UpdateStep::run(TrainingState& state) {
   UpdateResult result;
@@ -33,7 +36,10 @@ UpdateResult UpdateStep::run(TrainingState& state) {
     const Pass pass{true, static_cast<uint64_t>(recipe_.seed), static_cast<uint64_t>(state.micro_step++)};
     for (int32_t length : batch.lengths) result.tokens += length;
     if (batch.targets() == 0) continue;
-    const StepResult r = model_.forward_backward(model_view(batch, positions_), pass, grad_scale);
+    // The last micro-batch's backward pass starts the gradient sums as gradients become final.
+    const bool last = &batch == &micro_.back();
+    const StepResult r = model_.forward_backward(model_view(batch, positions_), pass, grad_scale,
+                                                 last && gradient_sync_ ? gradient_sync_->listener() : GradientsFinalFrom{});
     result.loss_sum += r.loss_sum;
     result.masked += r.masked;
     result.correct += r.correct;
@@ -41,10 +47,7 @@ UpdateResult UpdateStep::run(TrainingState& state) {
   if (World::distributed()) {
     // Each process's gradients are its share of the global mean already (scaled by the global
     // count): their sum is the update's gradient, the same on every process.
-    const Arena<float>& grads = model_.params().grads();
-    const auto start = std::chrono::steady_clock::now();
-    World::sum(grads.data(), grads.layout().numel());
-    result.allreduce_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.allreduce_seconds = gradient_sync_->finish();
     int64_t counts[3] = {result.masked, result.correct, result.tokens};  // for the log: the whole update's
     World::sum(counts, 3);
     result.masked = counts[0];

@@ -3,8 +3,10 @@
 // processes, the ranks 0 … R−1, that train one model by synchronous data parallelism; launched
 // plainly, it is one process and nothing here calls MPI (no launcher needed).
 //
-// Every collective must be called by every rank in the same order. A rank that fails calls
-// abort_all(): MPI then ends every rank, so none waits forever for a partner that is gone.
+// Every collective must be called by every rank in the same order, by one thread at a time
+// (MPI_THREAD_SERIALIZED: another thread may call while the main thread makes no MPI call, see
+// BackgroundSum). A rank that fails calls abort_all(): MPI then ends every rank, so none waits
+// forever for a partner that is gone.
 
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +31,10 @@ class World {
   static std::string description();
   // For --version: "MPI (Open MPI v4.1.4)" or "off (built without MPI)".
   static std::string build_description();
+  // MPI lets a thread other than the main one make the calls (MPI_THREAD_SERIALIZED granted).
+  static bool other_threads_may_call();
+  // The processes run on more than one machine (not all share memory with rank 0's).
+  static bool spans_several_machines();
 
   // In place: every rank ends with the sum over ranks. No-ops in a world of one.
   static void sum(float* data, size_t count);

@@ -11,10 +11,16 @@
 #include "linformer/layers/layer_norm.h"
 #include "linformer/model/stage_times.h"
 
+#include <functional>
 #include <memory>
 #include <vector>
 
 namespace linformer {
+
+// Told during backward that the parameter gradients from an element offset of the gradient
+// arena to its end hold their final values for this pass (data parallel: their allreduce can
+// start while the backward pass goes on). The offsets only decrease; the last call says 0.
+using GradientsFinalFrom = std::function<void(size_t offset)>;
 
 class Encoder {
  public:
@@ -36,8 +42,12 @@ class Encoder {
   // The buffer (B, T, C) the head writes the gradient of the final states into before backward().
   TensorView<float> output_gradient() const;
   // From output_gradient() back to the embedding: parameter gradients accumulate. The batch
-  // (ids, lengths) must be the last forward's.
-  void backward(const int32_t* ids, const Pass& pass);
+  // (ids, lengths) must be the last forward's. `final_from`, if given, hears after each block
+  // where its tensors begin (every tensor after them, final_ln and the head's, is done by then:
+  // the table lists the head last and the shared projections before the blocks) and 0 at the end.
+  void backward(const int32_t* ids, const Pass& pass, const GradientsFinalFrom& final_from = {});
+  // The offsets backward() tells `final_from`, in its order (the same for every batch).
+  std::vector<size_t> gradients_final_offsets() const;
 
  private:
   const ModelSpec& spec_;
@@ -48,6 +58,7 @@ class Encoder {
   std::unique_ptr<LayerNorm> final_ln_;
   // hidden_[l]: the input of block l (B, T, C); hidden_[L] the last output. Inference: two buffers, alternating.
   std::vector<int> hidden_;
+  std::vector<size_t> block_grads_begin_;  // (L) gradient-arena offset of block l's first tensor
   int final_ = -1, final_mean_ = -1, final_rstd_ = -1;  // pre-LN: (B·T, C), (B·T), (B·T)
   int d_hidden_a_, d_hidden_b_;                         // backward scratch (B, T, C) ×2
   int64_t key_valid_capacity_ = 0;                      // B·n

@@ -60,7 +60,11 @@ class MlmModel {
   StepResult forward(const MlmBatchView& batch, const Pass& pass);
   // Loss and gradients: the gradient of grad_scale · loss_sum ACCUMULATES into params().grads().
   // For a mean over an update, grad_scale = 1 / (masked tokens in all its micro-batches).
-  StepResult forward_backward(const MlmBatchView& batch, const Pass& pass, float grad_scale);
+  // `final_from` hears, during the backward pass, which gradients are final (Encoder::backward).
+  StepResult forward_backward(const MlmBatchView& batch, const Pass& pass, float grad_scale,
+                              const GradientsFinalFrom& final_from = {});
+  // The offsets forward_backward tells `final_from`, in its order.
+  std::vector<size_t> gradients_final_offsets() const { return encoder_.gradients_final_offsets(); }
 
   // Per-stage timing (off by default: it adds a clock read per stage).
   void enable_stage_timing(bool on) { timer_.enable(on); }

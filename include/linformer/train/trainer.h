@@ -13,6 +13,9 @@
 
 namespace linformer {
 
+// Data parallel: when the gradient allreduce runs (trainer.cpp's overlap_allreduce()).
+enum class OverlapAllreduce { automatic, on, off };
+
 struct TrainOptions {
   std::string recipe_path;
   std::vector<std::string> overrides;
@@ -22,6 +25,7 @@ struct TrainOptions {
   bool reset_schedule = false;   // resume: the learning-rate schedule and update count start again
   bool reset_data = false;       // resume: the data position starts again at epoch 0
   int peer_timeout_seconds = 1800;  // data parallel: World::set_peer_timeout()
+  OverlapAllreduce overlap_allreduce = OverlapAllreduce::automatic;
 };
 
 struct TrainSummary {

@@ -13,8 +13,10 @@
 #include "linformer/model/mlm_model.h"
 #include "linformer/optim/adamw.h"
 #include "linformer/train/checkpoint.h"
+#include "linformer/train/gradient_sync.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace linformer {
@@ -27,16 +29,22 @@ struct UpdateResult {
   int64_t tokens = 0;      // real tokens read
   double grad_norm = 0;    // before clipping
   double lr = 0;
-  double allreduce_seconds = 0;  // data parallel: wall time in the gradient allreduce
+  double allreduce_seconds = 0;  // data parallel: wall time the update waited for the gradient sums
 };
 
 class UpdateStep {
  public:
   // Keeps references: all must outlive the step.
-  UpdateStep(MlmModel& model, AdamW& optimizer, data::Batcher& batches, const config::Recipe& recipe);
+  // Data parallel: overlap_allreduce sums gradients during the last micro-batch's backward pass.
+  UpdateStep(MlmModel& model, AdamW& optimizer, data::Batcher& batches, const config::Recipe& recipe,
+             bool overlap_allreduce = false);
 
   // Runs update state.update + 1; advances state.update, micro_step and tokens.
   UpdateResult run(TrainingState& state);
+  // Data parallel: how many allreduces sum an update's gradients.
+  size_t gradient_buckets() const {
+    return gradient_sync_ && gradient_sync_->overlapping() ? gradient_sync_->buckets() : 1;
+  }
 
  private:
   MlmModel& model_;
@@ -45,6 +53,7 @@ class UpdateStep {
   const config::Recipe& recipe_;
   std::vector<data::Batch> micro_;  // (accumulation) the update's micro-batches
   std::vector<int32_t> positions_;  // (M) int32 copy of a batch's target positions
+  std::optional<GradientSync> gradient_sync_;  // data parallel only
 };
 
 }  // namespace linformer
