@@ -205,17 +205,33 @@ class MpiEquivalence(unittest.TestCase):
             self.assertTrue(np.array_equal(a[name], b[name]), f"{name} differs with the allreduce overlapped")
 
     def test_sigterm_to_mpirun_then_resume_equals_an_uninterrupted_run(self):
+        self.interrupt_then_resume("mpirun")  # mpirun passes the signal on to every rank
+
+    def test_sigterm_to_one_rank_then_resume_equals_an_uninterrupted_run(self):
+        self.interrupt_then_resume("rank 1")  # the others stop with it, at the same update
+
+    def interrupt_then_resume(self, whom):
         settings = ["--set", "train.max_updates=1500", "--set", "checkpoint.every=50", "--set", "validation.every=50"]
         straight_dir = os.path.join(self.dir.name, "straight")
-        straight = self.train(straight_dir, 2, 2, settings)
-        self.assertEqual(straight.returncode, 0, straight.stdout + straight.stderr)
+        if not os.path.exists(straight_dir):
+            straight = self.train(straight_dir, 2, 2, settings)
+            self.assertEqual(straight.returncode, 0, straight.stdout + straight.stderr)
 
-        run_dir = os.path.join(self.dir.name, "interrupted")
+        run_dir = os.path.join(self.dir.name, "interrupted_" + whom.replace(" ", "_"))
         job, output_file = self.start_until_checkpoint_50(run_dir, settings)
-        job.send_signal(signal.SIGTERM)  # mpirun passes it on to every rank
+        if whom == "mpirun":
+            job.send_signal(signal.SIGTERM)
+            stopping, said = "received SIGTERM", "interrupted by SIGTERM at update"
+        else:
+            ranks = self.ranks_of(job.pid)
+            target, rank = next((r for r in ranks if r[1] == 1), ranks[0])
+            os.kill(target, signal.SIGTERM)
+            stopping = "another process stopped" if rank == 1 else "received SIGTERM"
+            said = "interrupted by SIGTERM (to another process)" if rank == 1 else "interrupted by SIGTERM"
         output = self.output_of(job, output_file, timeout=300)
-        self.assertIn("received SIGTERM", output)
+        self.assertIn(stopping, output)
         self.assertIn("continue with: mpirun -np 2", output)
+        self.assertIn(said, output)
         self.assertEqual(output.count("interrupted by SIGTERM"), 1, "rank 0 alone gives the hint")
         stopped_at = len(read_metrics(run_dir))
         resumed = self.train(run_dir, 2, 2, settings, resume=True)

@@ -90,6 +90,15 @@ std::string agreed_stop_reason(const RunSchedule& schedule, const TrainingState&
   return reason.empty() ? "another process stopped" : reason;
 }
 
+// The signal that stopped the run, the same on every process (a signal may reach one process only).
+std::string agreed_stop_signal() {
+  const std::string own = stop_signal_name();
+  int64_t received[2] = {own == "SIGTERM", own == "SIGINT"};
+  World::sum(received, 2);
+  const std::string signal = received[0] > 0 ? "SIGTERM" : received[1] > 0 ? "SIGINT" : "a signal";
+  return own.empty() ? signal + " (to another process)" : signal;
+}
+
 // The run in a locked, started run directory: data, model, optimizer and state, then the loop
 // of updates with logging, validation, checkpoints and stopping as the schedule says, then a
 // last validation and checkpoint. The parts live in their own files (update_step.h,
@@ -188,9 +197,10 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
   TrainSummary summary = summary_of(run_dir, state.update, validator.last(), last_checkpoint);
   summary.interrupted = interrupted;
   if (interrupted) {
+    const std::string signal = agreed_stop_signal();
     if (World::is_root())
-      spdlog::warn("interrupted by {} at update {}; continue with: {}", stop_signal_name(), state.update,
-                 resume_command(options, run_dir));
+      spdlog::warn("interrupted by {} at update {}; continue with: {}", signal, state.update,
+                   resume_command(options, run_dir));
     return summary;
   }
   spdlog::info("validation perplexity {:.2f} (loss {:.4f}, accuracy {:.4f}; {:.3f} × the unigram baseline's {:.2f}) "
