@@ -51,10 +51,13 @@ class BusyProcess {
 };
 }  // namespace
 
-double measure_matmul_peak_gflops() {
+namespace {
+template <class T>
+double best_square_matmul_gflops(T a_value, T b_value) {
   const int64_t n = 1536;
-  std::vector<float> a(static_cast<size_t>(n * n), 0.5f), b(static_cast<size_t>(n * n), 0.25f), c(static_cast<size_t>(n * n));
-  const TensorView<const float> av(a.data(), Shape{n, n}), bv(b.data(), Shape{n, n});
+  const std::vector<T> a(static_cast<size_t>(n * n), a_value), b(static_cast<size_t>(n * n), b_value);
+  std::vector<float> c(static_cast<size_t>(n * n));
+  const TensorView<const T> av(a.data(), Shape{n, n}), bv(b.data(), Shape{n, n});
   double best = 1e30;
   for (int rep = 0; rep < 4; ++rep) {
     const auto start = std::chrono::steady_clock::now();
@@ -62,6 +65,12 @@ double measure_matmul_peak_gflops() {
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return 2.0 * static_cast<double>(n * n * n) / best * 1e-9;
+}
+}  // namespace
+
+double measure_matmul_peak_gflops(MatmulOperands operands) {
+  if (operands == MatmulOperands::bf16) return best_square_matmul_gflops(to_bf16(0.5f), to_bf16(0.25f));
+  return best_square_matmul_gflops(0.5f, 0.25f);
 }
 
 TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int timed_steps, bool beside_busy_process) {
@@ -146,13 +155,10 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
                         1e3 * times.backward_seconds[i] / timed_steps});
   r.bf16 = precision.bf16;
   r.precision_note = precision.note;
-  // Both probes, then the run's precision again (primitives are cached per precision).
+  // Both probes under the strict fpmath mode (f32 really f32), then the run's mode again.
   select_matmul_precision(false);
-  r.fp32_peak_gflops = measure_matmul_peak_gflops();
-  if (cpu_has_bf16()) {
-    select_matmul_precision(true);
-    r.bf16_peak_gflops = measure_matmul_peak_gflops();
-  }
+  r.fp32_peak_gflops = measure_matmul_peak_gflops(MatmulOperands::f32);
+  if (cpu_has_bf16()) r.bf16_peak_gflops = measure_matmul_peak_gflops(MatmulOperands::bf16);
   select_matmul_precision(precision.bf16);
   r.peak_gflops = precision.bf16 ? r.bf16_peak_gflops : r.fp32_peak_gflops;
   r.tokens_per_s = static_cast<double>(B * T) / r.median_s;

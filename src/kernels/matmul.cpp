@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 
 namespace linformer {
@@ -52,8 +53,15 @@ Cache& cache() {
   return c;
 }
 
-// Builds (once) and runs the oneDNN primitive for these views.
-void run_primitive(TensorView<const float> a, TensorView<const float> b, TensorView<float> c, Accumulate mode,
+template <class T>
+constexpr dnnl::memory::data_type data_type_of() {
+  if constexpr (std::is_same_v<T, bf16>) return dnnl::memory::data_type::bf16;
+  return dnnl::memory::data_type::f32;
+}
+
+// Builds (once) and runs the oneDNN primitive for these views: f32 or bf16 operands, f32 result.
+template <class T>
+void run_primitive(TensorView<const T> a, TensorView<const T> b, TensorView<float> c, Accumulate mode,
                    const float* bias) {
   const int rank = c.rank();
   const int64_t n = b.size(rank - 1);
@@ -63,11 +71,12 @@ void run_primitive(TensorView<const float> a, TensorView<const float> b, TensorV
   key.values.push_back(mode == Accumulate::add);
   key.values.push_back(bias != nullptr);
   key.values.push_back(static_cast<int64_t>(dnnl::get_default_fpmath_mode()));
+  key.values.push_back(static_cast<int64_t>(data_type_of<T>()));
 
   auto& ctx = DnnlContext::get();
   using dt = dnnl::memory::data_type;
-  const dnnl::memory::desc a_md(to_dims(a.shape()), dt::f32, to_dims(a.strides()));
-  const dnnl::memory::desc b_md(to_dims(b.shape()), dt::f32, to_dims(b.strides()));
+  const dnnl::memory::desc a_md(to_dims(a.shape()), data_type_of<T>(), to_dims(a.strides()));
+  const dnnl::memory::desc b_md(to_dims(b.shape()), data_type_of<T>(), to_dims(b.strides()));
   const dnnl::memory::desc c_md(to_dims(c.shape()), dt::f32, to_dims(c.strides()));
   // The bias is a row of N values broadcast over every other axis.
   dims bias_dims(rank, 1), bias_strides(rank, 0);
@@ -95,8 +104,8 @@ void run_primitive(TensorView<const float> a, TensorView<const float> b, TensorV
     primitive = &it->second;
   }
   const auto& engine = ctx.engine();
-  dnnl::memory a_mem(a_md, engine, const_cast<float*>(a.data()));
-  dnnl::memory b_mem(b_md, engine, const_cast<float*>(b.data()));
+  dnnl::memory a_mem(a_md, engine, const_cast<T*>(a.data()));
+  dnnl::memory b_mem(b_md, engine, const_cast<T*>(b.data()));
   dnnl::memory c_mem(c_md, engine, c.data());
   std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
   if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md, engine, const_cast<float*>(bias)));
@@ -163,8 +172,11 @@ bool matmul_runs_avx2_sgemm() {
 
 size_t matmul_operand_skew_bytes() { return matmul_runs_avx2_sgemm() ? 16 : 0; }
 
-void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<float> c, Accumulate mode,
-            const float* bias) {
+namespace {
+// The shapes agree; false when there is nothing to compute.
+template <class T>
+bool check_matmul(TensorView<const T> a, TensorView<const T> b, TensorView<float> c, Accumulate mode,
+                  const float* bias) {
   const int rank = c.rank();
   LF_CHECK(rank >= 2 && a.rank() == rank && b.rank() == rank, "matmul ranks {} · {} -> {}", a.shape().str(),
            b.shape().str(), c.shape().str());
@@ -174,12 +186,20 @@ void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<flo
   for (int d = 0; d < rank - 2; ++d)
     LF_CHECK((a.size(d) == c.size(d) || a.size(d) == 1) && (b.size(d) == c.size(d) || b.size(d) == 1),
              "matmul batch axis {} of {} · {} -> {}", d, a.shape().str(), b.shape().str(), c.shape().str());
-  if (c.numel() == 0) return;
+  if (c.numel() == 0) return false;
   if (k == 0) {
     LF_CHECK(mode == Accumulate::add && bias == nullptr, "matmul with an empty inner axis");
-    return;
+    return false;
   }
+  return true;
+}
+}  // namespace
 
+void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<float> c, Accumulate mode,
+            const float* bias) {
+  if (!check_matmul(a, b, c, mode, bias)) return;
+  const int rank = c.rank();
+  const int64_t m = a.size(rank - 2), k = a.size(rank - 1), n = b.size(rank - 1);
   const KernelTimer timer(KernelKind::matmul, 2.0 * static_cast<double>(c.numel()) * static_cast<double>(k));
   if (computes_transposed(a, b, c, bias)) {
     const TensorView<float> t(transposed_scratch(m * n), Shape{n, m});
@@ -187,6 +207,16 @@ void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<flo
     write_transposed(t.data(), c, mode);
     return;
   }
+  run_primitive(a, b, c, mode, bias);
+}
+
+void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<float> c, Accumulate mode,
+            const float* bias) {
+  LF_CHECK(cpu_has_bf16(), "a bf16 matmul needs a CPU with avx512_bf16 (oneDNN's ISA here: {})",
+           dnnl_cpu_isa_name());
+  if (!check_matmul(a, b, c, mode, bias)) return;
+  const int64_t k = a.size(c.rank() - 1);
+  const KernelTimer timer(KernelKind::matmul, 2.0 * static_cast<double>(c.numel()) * static_cast<double>(k));
   run_primitive(a, b, c, mode, bias);
 }
 

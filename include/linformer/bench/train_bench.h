@@ -15,10 +15,10 @@ namespace linformer {
 // (2 per multiply-add; elementwise work not counted). A training step costs 3× this:
 // backward computes two matmuls (data and weight gradient) for every forward one.
 
-// The best matmul rate this machine sustains through oneDNN: a few large square f32
-// products (1536³, best of 4) under the current matmul precision (with bf16 in effect, oneDNN
-// runs them in bf16).
-double measure_matmul_peak_gflops();
+// The best matmul rate this machine sustains through oneDNN: a few large square products
+// (1536³, best of 4), f32 or with bf16 operands (bf16:bf16:f32; needs avx512_bf16).
+enum class MatmulOperands { f32, bf16 };
+double measure_matmul_peak_gflops(MatmulOperands operands = MatmulOperands::f32);
 
 struct StageTime {
   std::string name;
@@ -46,7 +46,7 @@ struct TrainBenchResult {
   double flops_per_token = 0;  // 3 × forward FLOPs / (B·T)
   double peak_gflops = 0;      // the peak under the run's precision (the fraction's denominator)
   double fp32_peak_gflops = 0; // measure_matmul_peak_gflops() in fp32
-  double bf16_peak_gflops = 0; // and in bf16; 0 where the CPU has no avx512_bf16
+  double bf16_peak_gflops = 0; // and with bf16 operands; 0 where the CPU has no avx512_bf16
   bool bf16 = false;           // bf16 matmuls in effect
   std::string precision_note;  // select_matmul_precision()
   size_t parameter_bytes = 0, activation_bytes = 0;

@@ -1,5 +1,6 @@
 #pragma once
-// C = A · B (+ bias), or C += A · B, on oneDNN's matmul, for strided fp32 views.
+// C = A · B (+ bias), or C += A · B, on oneDNN's matmul, for strided fp32 views, or bf16 operand
+// views with an fp32 result.
 //
 // Views have rank 2 (M×K · K×N) or carry up to two leading batch axes; a batch
 // axis of extent 1 in A or B broadcasts. Transposes and head slices are strides,
@@ -8,6 +9,7 @@
 // combination builds its oneDNN primitive once and reuses it (a process-wide cache).
 
 #include "linformer/core/tensor.h"
+#include "linformer/kernels/bf16.h"
 
 #include <map>
 #include <string>
@@ -18,6 +20,10 @@ enum class Accumulate { overwrite, add };
 
 // c (=|+=) a · b, plus bias (length N, broadcast over rows) when given.
 void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<float> c,
+            Accumulate mode = Accumulate::overwrite, const float* bias = nullptr);
+// The same with bf16 operands, accumulated and written in f32 (oneDNN's bf16:bf16:f32 matmul; the
+// bias stays f32). Needs a CPU with avx512_bf16 (cpu_has_bf16()); elsewhere it fails.
+void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<float> c,
             Accumulate mode = Accumulate::overwrite, const float* bias = nullptr);
 
 // True where oneDNN runs f32 matmuls on its AVX2 sgemm (CPUs without AVX-512). Its speed
