@@ -18,6 +18,9 @@ import sys
 import matplotlib
 
 matplotlib.use("Agg")
+# The same figure from the same metrics gives the same files (no dates, no random SVG ids), so
+# regenerating the reports leaves unchanged experiments unchanged in git.
+matplotlib.rcParams["svg.hashsalt"] = "linformer"
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
@@ -108,7 +111,8 @@ def main(argv=None):
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     for extension in ("png", "svg"):
-        fig.savefig(f"{args.out}.{extension}", dpi=120)
+        metadata = {"Date": None} if extension == "svg" else {"Software": None}
+        fig.savefig(f"{args.out}.{extension}", dpi=120, metadata=metadata)
     print(f"plot_curves: wrote {args.out}.png and {args.out}.svg")
 
 
