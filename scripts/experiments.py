@@ -178,9 +178,11 @@ def run_one(name, recipe, args, machine, log):
     run_dir = os.path.join(args.runs_dir, name)
     resolved = resolved_recipe(args.binary, recipe)
     if os.path.exists(os.path.join(results, "run.json")) and not args.force:
-        with open(os.path.join(results, "recipe.toml")) as f:
-            if without_name(f.read()) != without_name(resolved):
-                raise ExperimentError(f"{name}: {recipe} changed since {results} was made; rerun it with --force")
+        # The stored recipe resolved again by this binary: options added to the schema since then
+        # appear with their defaults on both sides, so only a real change of the recipe differs.
+        stored = resolved_recipe(args.binary, os.path.join(results, "recipe.toml"))
+        if without_name(stored) != without_name(resolved):
+            raise ExperimentError(f"{name}: {recipe} changed since {results} was made; rerun it with --force")
         log(f"{name}: up to date ({results})")
         return
     if args.force and os.path.exists(run_dir):

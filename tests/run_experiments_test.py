@@ -105,6 +105,18 @@ class RunExperiments(unittest.TestCase):
         self.assertIn("tiny_k: Tiny: effect of k (2 of 2 done)", r.stdout)
         self.assertIn("other: other (1 of 1 done)", r.stdout)
 
+        # Results made before an option joined the schema are still up to date: the stored recipe
+        # lacks the option and resolves to its default.
+        stored = os.path.join(self.results, "runs", "tiny", "recipe.toml")
+        with open(stored) as f:
+            text = f.read()
+        self.assertIn("\n[finetune]", text)
+        with open(stored, "w") as f:
+            f.write(text[:text.index("\n[finetune]")] + "\n")
+        r = self.run_script("tiny_k")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("tiny: up to date", r.stdout)
+
         # The report is made from the results alone.
         os.remove(os.path.join(self.results, "tiny_k", "README.md"))
         r = self.run_script("--report-only")
