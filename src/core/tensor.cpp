@@ -4,12 +4,13 @@
 
 namespace linformer {
 
-Shape::Shape(std::initializer_list<int64_t> dims) {
-  LF_CHECK(dims.size() <= static_cast<size_t>(kMaxRank), "rank {} exceeds the maximum {}", dims.size(),
-           kMaxRank);
-  for (int64_t d : dims) {
-    LF_CHECK(d >= 0, "negative extent {} in a shape", d);
-    dims_[rank_++] = d;
+Shape::Shape(std::initializer_list<int64_t> dims) : Shape(dims.begin(), static_cast<int>(dims.size())) {}
+
+Shape::Shape(const int64_t* dims, int rank) {
+  LF_CHECK(rank >= 0 && rank <= kMaxRank, "rank {} exceeds the maximum {}", rank, kMaxRank);
+  for (int d = 0; d < rank; ++d) {
+    LF_CHECK(dims[d] >= 0, "negative extent {} in a shape", dims[d]);
+    dims_[rank_++] = dims[d];
   }
 }
 

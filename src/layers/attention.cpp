@@ -118,25 +118,26 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
   proj_f_ = projection(names.f);
   compress_first_ = compresses_input_first(spec);
   same_compression_ = shares_compression(spec);
-  const int64_t rows = max_batch * n_, S = linformer_ ? K_ : n_, BK = max_batch * K_;
   // Caches (forward fills, backward reads) and backward scratch.
-  qkv_ = ws.reserve_cache(layer, compress_first_ ? "attn.q" : "attn.qkv", rows * (compress_first_ ? 1 : 3) * C_);
-  if (linformer_) kv_ = ws.reserve_cache(layer, "attn.kv", BK * 2 * C_);
+  const Dim B = Dim::batch(max_batch), T = Dim::tokens(n_), S = linformer_ ? Dim(K_) : T;
+  const int64_t q_width = compress_first_ ? 1 : 3;
+  qkv_ = ws.reserve_cache(layer, compress_first_ ? "attn.q" : "attn.qkv", {B, T, q_width * C_});
+  if (linformer_) kv_ = ws.reserve_cache(layer, "attn.kv", {B, K_, 2 * C_});
   if (compress_first_) {
-    xc_e_ = ws.reserve_cache(layer, "attn.xc_e", BK * C_);
-    xc_f_ = same_compression_ ? xc_e_ : ws.reserve_cache(layer, "attn.xc_f", BK * C_);
+    xc_e_ = ws.reserve_cache(layer, "attn.xc_e", {B, K_, C_});
+    xc_f_ = same_compression_ ? xc_e_ : ws.reserve_cache(layer, "attn.xc_f", {B, K_, C_});
   }
-  probs_ = ws.reserve_cache(layer, "attn.probs", max_batch * H_ * n_ * S);
+  probs_ = ws.reserve_cache(layer, "attn.probs", {B, H_, T, S});
   const bool dropout = spec.attention_dropout > 0 && !ws.inference();
-  probs_dropped_ = dropout ? ws.reserve_cache(layer, "attn.probs_dropped", max_batch * H_ * n_ * S) : -1;
-  ctx_ = ws.reserve_cache(layer, "attn.ctx", rows * C_);
-  d_ctx_ = ws.reserve_backward("attn.d_ctx", rows * C_);
-  d_probs_ = ws.reserve_backward("attn.d_probs", max_batch * H_ * n_ * S);
-  d_qkv_ = ws.reserve_backward("attn.d_qkv", rows * (compress_first_ ? 1 : 3) * C_);
-  if (linformer_) d_kv_ = ws.reserve_backward("attn.d_kv", BK * 2 * C_);
+  if (dropout) probs_dropped_ = ws.reserve_cache(layer, "attn.probs_dropped", {B, H_, T, S});
+  ctx_ = ws.reserve_cache(layer, "attn.ctx", {B, T, C_});
+  d_ctx_ = ws.reserve_backward("attn.d_ctx", {B, T, C_});
+  d_probs_ = ws.reserve_backward("attn.d_probs", {B, H_, T, S});
+  d_qkv_ = ws.reserve_backward("attn.d_qkv", {B, T, q_width * C_});
+  if (linformer_) d_kv_ = ws.reserve_backward("attn.d_kv", {B, K_, 2 * C_});
   if (compress_first_) {
-    d_xc_e_ = ws.reserve_backward("attn.d_xc_e", BK * C_);
-    d_xc_f_ = same_compression_ ? d_xc_e_ : ws.reserve_backward("attn.d_xc_f", BK * C_);
+    d_xc_e_ = ws.reserve_backward("attn.d_xc_e", {B, K_, C_});
+    d_xc_f_ = same_compression_ ? d_xc_e_ : ws.reserve_backward("attn.d_xc_f", {B, K_, C_});
   }
 }
 
@@ -163,7 +164,7 @@ TensorView<const float> Attention::masked_input(const BatchGeometry& g, TensorVi
   bool padded = false;
   for (int64_t b = 0; b < g.B; ++b) padded |= g.lengths[b] < g.T;
   if (!padded) return x;
-  const TensorView<float> xm = ws_.view(ctx_, Shape{g.B, g.T, C_});
+  const TensorView<float> xm = ws_.view(ctx_, {g.B, g.T});
   std::copy(x.data(), x.data() + x.numel(), xm.data());
   zero_padding_rows(g, xm);
   return xm;
@@ -319,26 +320,27 @@ void Attention::compress_backward(const BatchGeometry& g, const Projection& p, T
 void Attention::forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y,
                         const uint8_t* key_valid, const Pass& pass) {
   const int64_t B = g.B, T = g.T, S = linformer_ ? K_ : T;
+  const Extents e{B, T};
   const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
-  const TensorView<float> probs = ws_.view(probs_, Shape{B, H_, T, S});
-  const TensorView<float> ctx = ws_.view(ctx_, Shape{B, T, C_});
+  const TensorView<float> probs = ws_.view(probs_, e);
+  const TensorView<float> ctx = ws_.view(ctx_, e);
   const auto x2 = x.reshape(Shape{B * T, C_});
   const float* b_in = in_proj_.b.data();
 
   TensorView<float> queries, keys, values;  // per head (B, H, T or S, D)
   if (!linformer_) {
-    const TensorView<float> qkv = ws_.view(qkv_, Shape{B, T, 3 * C_});  // (B, T, 3C)
+    const TensorView<float> qkv = ws_.view(qkv_, e);  // (B, T, 3C)
     in_proj_.forward(x2, qkv.reshape(Shape{B * T, 3 * C_}));
     queries = heads(qkv_part(qkv, 0));
     keys = heads(qkv_part(qkv, 1));
     values = heads(qkv_part(qkv, 2));
   } else {
-    const TensorView<float> kv = ws_.view(kv_, Shape{B, K_, 2 * C_});  // (B, K, 2C): K̃ | Ṽ
+    const TensorView<float> kv = ws_.view(kv_, e);  // (B, K, 2C): K̃ | Ṽ
     if (compress_first_) {
       // Q = x W_Qᵀ + b_Q; x̃ = P(real ⊙ x) (B, K, C); K̃ = x̃_E W_Kᵀ + b_K, Ṽ = x̃_F W_Vᵀ + b_V.
-      const TensorView<float> q = ws_.view(qkv_, Shape{B, T, C_});
+      const TensorView<float> q = ws_.view(qkv_, e);
       matmul(x2, w_in(0, 1).transpose(0, 1), q.reshape(Shape{B * T, C_}), Accumulate::overwrite, b_in);
-      const TensorView<float> xc_e = ws_.view(xc_e_, Shape{B, K_, C_}), xc_f = ws_.view(xc_f_, Shape{B, K_, C_});
+      const TensorView<float> xc_e = ws_.view(xc_e_, e), xc_f = ws_.view(xc_f_, e);
       const TensorView<const float> xm = masked_input(g, x);
       compress(g, proj_e_, xm, xc_e);
       if (same_compression_) {
@@ -351,7 +353,7 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
       queries = heads(q);
     } else {
       // Project without bias; Q gets its bias now, K and V after compression.
-      const TensorView<float> qkv = ws_.view(qkv_, Shape{B, T, 3 * C_});
+      const TensorView<float> qkv = ws_.view(qkv_, e);
       in_proj_.forward(x2, qkv.reshape(Shape{B * T, 3 * C_}), /*with_bias=*/false);
       add_bias_rows(qkv.data(), B * T, C_, 3 * C_, b_in);
       zero_padding_rows(g, qkv_part(qkv, 1));
@@ -371,7 +373,7 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
 
   TensorView<float> used = probs;
   if (pass.training && spec_.attention_dropout > 0) {
-    used = ws_.view(probs_dropped_, probs.shape());
+    used = ws_.view(probs_dropped_, e);
     dropout_apply(probs.data(), used.data(), used.numel(), spec_.attention_dropout, pass.seed,
                   dropout_stream(DropoutSite::attention_probs, layer_, pass));
   }
@@ -382,13 +384,14 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
 void Attention::backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy,
                          TensorView<float> dx, const Pass& pass) {
   const int64_t B = g.B, T = g.T, S = linformer_ ? K_ : T;
+  const Extents e{B, T};
   const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
-  const TensorView<float> probs = ws_.view(probs_, Shape{B, H_, T, S});
-  const TensorView<float> ctx = ws_.view(ctx_, Shape{B, T, C_});
-  const TensorView<float> d_ctx = ws_.view(d_ctx_, Shape{B, T, C_});
-  const TensorView<float> d_probs = ws_.view(d_probs_, Shape{B, H_, T, S});
+  const TensorView<float> probs = ws_.view(probs_, e);
+  const TensorView<float> ctx = ws_.view(ctx_, e);
+  const TensorView<float> d_ctx = ws_.view(d_ctx_, e);
+  const TensorView<float> d_probs = ws_.view(d_probs_, e);
   const bool dropped = pass.training && spec_.attention_dropout > 0;
-  const TensorView<float> used = dropped ? ws_.view(probs_dropped_, probs.shape()) : probs;
+  const TensorView<float> used = dropped ? ws_.view(probs_dropped_, e) : probs;
   const auto x2 = x.reshape(Shape{B * T, C_});
   const auto dx2 = dx.reshape(Shape{B * T, C_});
   float* db_in = in_proj_.db.data();
@@ -397,9 +400,8 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   out_proj_.backward(dy.reshape(Shape{B * T, C_}), ctx.reshape(Shape{B * T, C_}), d_ctx.reshape(Shape{B * T, C_}));
 
   // Q, K, V (as the forward pass used them) and their gradients' buffers, per head.
-  const int q_width = compress_first_ ? 1 : 3;
-  const TensorView<float> qkv = ws_.view(qkv_, Shape{B, T, q_width * C_});
-  const TensorView<float> d_qkv = ws_.view(d_qkv_, Shape{B, T, q_width * C_});
+  const TensorView<float> qkv = ws_.view(qkv_, e);
+  const TensorView<float> d_qkv = ws_.view(d_qkv_, e);
   TensorView<float> keys, values, d_keys, d_values, kv, d_kv;
   if (!linformer_) {
     keys = heads(qkv_part(qkv, 1));
@@ -407,8 +409,8 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
     d_keys = heads(qkv_part(d_qkv, 1));
     d_values = heads(qkv_part(d_qkv, 2));
   } else {
-    kv = ws_.view(kv_, Shape{B, K_, 2 * C_});
-    d_kv = ws_.view(d_kv_, Shape{B, K_, 2 * C_});
+    kv = ws_.view(kv_, e);
+    d_kv = ws_.view(d_kv_, e);
     keys = heads(kv_part(kv, 0));
     values = heads(kv_part(kv, 1));
     d_keys = heads(kv_part(d_kv, 0));
@@ -444,8 +446,8 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   }
   // In the forward pass: K̃ = x̃_E W_Kᵀ + b_K, Ṽ = x̃_F W_Vᵀ + b_V. So dW_K += dK̃ᵀ x̃_E,
   // dx̃_E = dK̃ W_K (and the same for V; one matmul each when x̃_E is x̃_F).
-  const TensorView<float> xc_e = ws_.view(xc_e_, Shape{B, K_, C_}), xc_f = ws_.view(xc_f_, Shape{B, K_, C_});
-  const TensorView<float> d_xc_e = ws_.view(d_xc_e_, Shape{B, K_, C_}), d_xc_f = ws_.view(d_xc_f_, Shape{B, K_, C_});
+  const TensorView<float> xc_e = ws_.view(xc_e_, e), xc_f = ws_.view(xc_f_, e);
+  const TensorView<float> d_xc_e = ws_.view(d_xc_e_, e), d_xc_f = ws_.view(d_xc_f_, e);
   if (same_compression_) {
     matmul(flat(d_kv).transpose(0, 1), flat(xc_e), dw_in(1, 3), Accumulate::add);
     matmul(flat(d_kv), w_in(1, 3), flat(d_xc_e));

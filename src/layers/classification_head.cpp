@@ -14,21 +14,22 @@ void ClassificationHead::declare(ParameterTable& table, int64_t C, int64_t label
 
 ClassificationHead::ClassificationHead(const Parameters& params, Workspace& ws, int64_t max_batch, float dropout)
     : ws_(ws), dense_(params, "classifier.dense"), out_(params, "classifier.out"), dropout_(dropout) {
-  const int64_t C = dense_.in(), B = max_batch;
-  h_ = ws.reserve("classifier.h", B * C);
-  t_ = ws.reserve("classifier.t", B * C);
-  u_ = ws.reserve("classifier.u", B * C);
-  logits_ = ws.reserve("classifier.logits", B * out_.out());
-  d_a_ = ws.reserve_backward("classifier.d_a", B * C);
-  d_b_ = ws.reserve_backward("classifier.d_b", B * C);
+  const Dim B = Dim::batch(max_batch);
+  const int64_t C = dense_.in();
+  h_ = ws.reserve("classifier.h", {B, C});
+  t_ = ws.reserve("classifier.t", {B, C});
+  u_ = ws.reserve("classifier.u", {B, C});
+  logits_ = ws.reserve("classifier.logits", {B, out_.out()});
+  d_a_ = ws.reserve_backward("classifier.d_a", {B, C});
+  d_b_ = ws.reserve_backward("classifier.d_b", {B, C});
 }
 
-TensorView<float> ClassificationHead::logits(int64_t B) const { return ws_.view(logits_, Shape{B, out_.out()}); }
+TensorView<float> ClassificationHead::logits(int64_t B) const { return ws_.view(logits_, {B}); }
 
 CrossEntropyResult ClassificationHead::forward(TensorView<const float> x, const int32_t* targets, float grad_scale,
                                                const Pass& pass) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
-  const Shape bc{B, C};
+  const Extents bc{B};
   const TensorView<float> h = ws_.view(h_, bc), t = ws_.view(t_, bc), u = ws_.view(u_, bc), logits = this->logits(B);
   for (int64_t b = 0; b < B; ++b) std::memcpy(h.data() + b * C, x.data() + b * T * C, sizeof(float) * C);
   dense_.forward(h, t);
@@ -41,7 +42,7 @@ CrossEntropyResult ClassificationHead::forward(TensorView<const float> x, const 
 
 void ClassificationHead::backward(TensorView<float> dx, const Pass& pass) {
   const int64_t B = dx.size(0), T = dx.size(1), C = dx.size(2);
-  const Shape bc{B, C};
+  const Extents bc{B};
   const TensorView<float> h = ws_.view(h_, bc), t = ws_.view(t_, bc), u = ws_.view(u_, bc), d_logits = logits(B);
   const TensorView<float> d_a = ws_.view(d_a_, bc), d_b = ws_.view(d_b_, bc);
   // logits = out(u): d_u = d_logits W_out, and out's parameter gradients.

@@ -19,17 +19,19 @@ Embedding::Embedding(const ModelSpec& spec, const Parameters& params, Workspace&
       d_tokens_(params.grad("embed.tokens")),
       d_positions_(params.grad("embed.positions")),
       ln_(params, "embed.ln") {
-  const int64_t rows = max_batch * spec.seq_len;
-  sum_ = ws.inference() ? Workspace::kNoBuffer : ws.reserve("embed.sum", rows * spec.d_model);
-  mean_ = ws.reserve("embed.mean", rows);
-  rstd_ = ws.reserve("embed.rstd", rows);
-  d_sum_ = ws.reserve_backward("embed.d_sum", rows * spec.d_model);
+  // (rows, C) and (rows), rows = B·T of the batch.
+  const Dim rows = Dim::rows(max_batch * spec.seq_len);
+  if (!ws.inference()) sum_ = ws.reserve("embed.sum", {rows, spec.d_model});
+  mean_ = ws.reserve("embed.mean", {rows});
+  rstd_ = ws.reserve("embed.rstd", {rows});
+  d_sum_ = ws.reserve_backward("embed.d_sum", {rows, spec.d_model});
 }
 
 void Embedding::forward(const BatchGeometry& g, const int32_t* ids, TensorView<float> y, const Pass& pass) {
   const int64_t C = spec_.d_model, rows = g.rows();
+  const Extents r = Extents::rows(rows);
   // Inference keeps no sum for backward: it is normalised in place in y.
-  const TensorView<float> sum = ws_.inference() ? y.reshape(Shape{rows, C}) : ws_.view(sum_, Shape{rows, C});
+  const TensorView<float> sum = ws_.inference() ? y.reshape(Shape{rows, C}) : ws_.view(sum_, r);
   const float* tok = tokens_.data();
   const float* pos = positions_.data();
 #pragma omp parallel for schedule(static)
@@ -40,7 +42,7 @@ void Embedding::forward(const BatchGeometry& g, const int32_t* ids, TensorView<f
     for (int64_t c = 0; c < C; ++c) s[c] = e[c] + p[c];
   }
   const auto y2 = y.reshape(Shape{rows, C});
-  ln_.forward(sum, y2, ws_.view(mean_, Shape{rows}).data(), ws_.view(rstd_, Shape{rows}).data());
+  ln_.forward(sum, y2, ws_.view(mean_, r).data(), ws_.view(rstd_, r).data());
   if (pass.training)
     dropout_apply(y2.data(), y2.data(), y2.numel(), spec_.dropout, pass.seed,
                   dropout_stream(DropoutSite::embedding, 0, pass));
@@ -48,13 +50,14 @@ void Embedding::forward(const BatchGeometry& g, const int32_t* ids, TensorView<f
 
 void Embedding::backward(const BatchGeometry& g, const int32_t* ids, TensorView<float> dy, const Pass& pass) {
   const int64_t C = spec_.d_model, rows = g.rows();
+  const Extents r = Extents::rows(rows);
   const auto dy2 = dy.reshape(Shape{rows, C});
   if (pass.training)
     dropout_apply(dy2.data(), dy2.data(), dy2.numel(), spec_.dropout, pass.seed,
                   dropout_stream(DropoutSite::embedding, 0, pass));
-  const TensorView<float> d_sum = ws_.view(d_sum_, Shape{rows, C});
-  ln_.backward(dy2, ws_.view(sum_, Shape{rows, C}), ws_.view(mean_, Shape{rows}).data(),
-               ws_.view(rstd_, Shape{rows}).data(), d_sum);
+  const TensorView<float> d_sum = ws_.view(d_sum_, r);
+  ln_.backward(dy2, ws_.view(sum_, r), ws_.view(mean_, r).data(),
+               ws_.view(rstd_, r).data(), d_sum);
   // In the forward pass: sum[b, t] = tokens[ids[b, t]] + positions[t].
   scatter_add_rows(d_sum.data(), ids, d_tokens_.data(), rows, C);
   for (int64_t b = 0; b < g.B; ++b) {

@@ -42,38 +42,41 @@ EncoderBlock::EncoderBlock(const ModelSpec& spec, const Parameters& params, Work
   const std::string p = "layers." + std::to_string(layer) + ".";
   ln_attn_ = LayerNorm(params, p + "ln_attn");
   ln_ffn_ = LayerNorm(params, p + "ln_ffn");
-  const int64_t rows = max_batch * spec.seq_len, C = spec.d_model;
+  // Every buffer is (rows, C) or (rows), rows = B·T of the batch.
+  const Dim rows = Dim::rows(max_batch * spec.seq_len);
+  const int64_t C = spec.d_model;
   const bool post = spec.norm == config::NormPlacement::post;
-  branch_ = ws.reserve_shared("block.branch", rows * C);
-  attn_in_ = post ? -1 : ws.reserve_cache(layer, "attn_in", rows * C);
+  branch_ = ws.reserve_shared("block.branch", {rows, C});
+  if (!post) attn_in_ = ws.reserve_cache(layer, "attn_in", {rows, C});
   // Inference keeps nothing for backward, so buffers whose contents are dead by the time
   // they are written share: post-LN a and f are written over the branch they sum; pre-LN h
   // over attn_in.
   const bool inference = ws.inference();
-  a_ = inference && post ? branch_ : ws.reserve_cache(layer, "a", rows * C);
-  h_ = inference && !post ? attn_in_ : ws.reserve_cache(layer, "h", rows * C);
-  f_ = !post ? -1 : inference ? branch_ : ws.reserve_cache(layer, "f", rows * C);
-  mean1_ = ws.reserve_cache(layer, "mean1", rows);
-  rstd1_ = ws.reserve_cache(layer, "rstd1", rows);
-  mean2_ = ws.reserve_cache(layer, "mean2", rows);
-  rstd2_ = ws.reserve_cache(layer, "rstd2", rows);
-  d_branch_ = ws.reserve_backward("block.d_branch", rows * C);
-  d_mid_ = ws.reserve_backward("block.d_mid", rows * C);
+  a_ = inference && post ? branch_ : ws.reserve_cache(layer, "a", {rows, C});
+  h_ = inference && !post ? attn_in_ : ws.reserve_cache(layer, "h", {rows, C});
+  if (post) f_ = inference ? branch_ : ws.reserve_cache(layer, "f", {rows, C});
+  mean1_ = ws.reserve_cache(layer, "mean1", {rows});
+  rstd1_ = ws.reserve_cache(layer, "rstd1", {rows});
+  mean2_ = ws.reserve_cache(layer, "mean2", {rows});
+  rstd2_ = ws.reserve_cache(layer, "rstd2", {rows});
+  d_branch_ = ws.reserve_backward("block.d_branch", {rows, C});
+  d_mid_ = ws.reserve_backward("block.d_mid", {rows, C});
 }
 
 void EncoderBlock::forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y,
                            const uint8_t* key_valid, const Pass& pass) {
   const int64_t rows = g.rows(), C = spec_.d_model;
   const Shape flat{rows, C}, shaped{g.B, g.T, C};
-  const TensorView<float> a = ws_.view(a_, flat), h = ws_.view(h_, flat), branch = ws_.view(branch_, flat);
-  float *mean1 = ws_.view(mean1_, Shape{rows}).data(), *rstd1 = ws_.view(rstd1_, Shape{rows}).data();
-  float *mean2 = ws_.view(mean2_, Shape{rows}).data(), *rstd2 = ws_.view(rstd2_, Shape{rows}).data();
+  const Extents r = Extents::rows(rows);
+  const TensorView<float> a = ws_.view(a_, r), h = ws_.view(h_, r), branch = ws_.view(branch_, r);
+  float *mean1 = ws_.view(mean1_, r).data(), *rstd1 = ws_.view(rstd1_, r).data();
+  float *mean2 = ws_.view(mean2_, r).data(), *rstd2 = ws_.view(rstd2_, r).data();
   const auto x2 = x.reshape(flat);
   const uint64_t s_attn = dropout_stream(DropoutSite::attention_out, layer_, pass);
   const uint64_t s_ffn = dropout_stream(DropoutSite::ffn_out, layer_, pass);
 
   if (spec_.norm == config::NormPlacement::post) {
-    const TensorView<float> f = ws_.view(f_, flat);
+    const TensorView<float> f = ws_.view(f_, r);
     attention_.forward(g, x, branch.reshape(shaped), key_valid, pass);
     residual_add(x2, branch, a, spec_.dropout, pass, s_attn);
     ln_attn_.forward(a, h, mean1, rstd1);
@@ -81,7 +84,7 @@ void EncoderBlock::forward(const BatchGeometry& g, TensorView<const float> x, Te
     residual_add(h, branch, f, spec_.dropout, pass, s_ffn);
     ln_ffn_.forward(f, y.reshape(flat), mean2, rstd2);
   } else {
-    const TensorView<float> attn_in = ws_.view(attn_in_, flat);
+    const TensorView<float> attn_in = ws_.view(attn_in_, r);
     ln_attn_.forward(x2, attn_in, mean1, rstd1);
     attention_.forward(g, attn_in.reshape(shaped), branch.reshape(shaped), key_valid, pass);
     residual_add(x2, branch, a, spec_.dropout, pass, s_attn);
@@ -95,17 +98,18 @@ void EncoderBlock::backward(const BatchGeometry& g, TensorView<const float> x, T
                             TensorView<float> dx, const Pass& pass) {
   const int64_t rows = g.rows(), C = spec_.d_model;
   const Shape flat{rows, C}, shaped{g.B, g.T, C};
-  const TensorView<float> a = ws_.view(a_, flat), h = ws_.view(h_, flat);
-  const TensorView<float> d_branch = ws_.view(d_branch_, flat), d_mid = ws_.view(d_mid_, flat);
-  const float *mean1 = ws_.view(mean1_, Shape{rows}).data(), *rstd1 = ws_.view(rstd1_, Shape{rows}).data();
-  const float *mean2 = ws_.view(mean2_, Shape{rows}).data(), *rstd2 = ws_.view(rstd2_, Shape{rows}).data();
+  const Extents r = Extents::rows(rows);
+  const TensorView<float> a = ws_.view(a_, r), h = ws_.view(h_, r);
+  const TensorView<float> d_branch = ws_.view(d_branch_, r), d_mid = ws_.view(d_mid_, r);
+  const float *mean1 = ws_.view(mean1_, r).data(), *rstd1 = ws_.view(rstd1_, r).data();
+  const float *mean2 = ws_.view(mean2_, r).data(), *rstd2 = ws_.view(rstd2_, r).data();
   const auto x2 = x.reshape(flat), dy2 = dy.reshape(flat);
   const auto dx2 = dx.reshape(flat);
   const uint64_t s_attn = dropout_stream(DropoutSite::attention_out, layer_, pass);
   const uint64_t s_ffn = dropout_stream(DropoutSite::ffn_out, layer_, pass);
 
   if (spec_.norm == config::NormPlacement::post) {
-    const TensorView<float> f = ws_.view(f_, flat);
+    const TensorView<float> f = ws_.view(f_, r);
     // y = LN_ffn(f): df into d_mid.
     ln_ffn_.backward(dy2, f, mean2, rstd2, d_mid);
     // f = h + drop(ffn(h)): dh = df + ffn'(drop'(df)); dh accumulates in dx2 (used as scratch).
@@ -119,7 +123,7 @@ void EncoderBlock::backward(const BatchGeometry& g, TensorView<const float> x, T
     attention_.backward(g, x, d_branch.reshape(shaped), dx, pass);
     add_into(dx2.data(), d_mid.data(), dx2.numel());
   } else {
-    const TensorView<float> attn_in = ws_.view(attn_in_, flat);
+    const TensorView<float> attn_in = ws_.view(attn_in_, r);
     // y = a + drop(ffn(LN_ffn(a))): da = dy + LN_ffn'(ffn'(drop'(dy))).
     residual_backward(dy2, d_branch, spec_.dropout, pass, s_ffn);
     ffn_.backward(h, d_branch, d_mid, pass);          // d_mid = d(LN_ffn output)

@@ -21,18 +21,19 @@ FeedForward::FeedForward(const ModelSpec& spec, const Parameters& params, Worksp
   fc1_ = Linear(params, prefix(layer) + "fc1");
   fc2_ = Linear(params, prefix(layer) + "fc2");
   chunk_rows_ = ws.inference() ? std::min(max_rows, kInferenceChunkRows) : max_rows;
-  pre_ = ws.reserve_cache(layer, "ffn.pre", chunk_rows_ * spec.ffn_dim);
+  // (rows, F): the rows of a chunk (all of the batch's B·T rows when training).
+  pre_ = ws.reserve_cache(layer, "ffn.pre", {Dim::rows(chunk_rows_), spec.ffn_dim});
   // Backward needs GELU's input; inference applies GELU in place.
-  act_ = ws.inference() ? pre_ : ws.reserve_cache(layer, "ffn.act", chunk_rows_ * spec.ffn_dim);
-  d_act_ = ws.reserve_backward("ffn.d_act", max_rows * spec.ffn_dim);
+  act_ = ws.inference() ? pre_ : ws.reserve_cache(layer, "ffn.act", {Dim::rows(chunk_rows_), spec.ffn_dim});
+  d_act_ = ws.reserve_backward("ffn.d_act", {Dim::rows(max_rows), spec.ffn_dim});
 }
 
 void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const Pass& pass) {
-  const int64_t total = x.size(0), F = fc1_.out();
+  const int64_t total = x.size(0);
   LF_CHECK(!pass.training || total <= chunk_rows_, "feed-forward training pass of {} rows, built for {}", total, chunk_rows_);
   for (int64_t begin = 0; begin < total; begin += chunk_rows_) {
     const int64_t end = std::min(total, begin + chunk_rows_), rows = end - begin;
-    const TensorView<float> pre = ws_.view(pre_, Shape{rows, F}), act = ws_.view(act_, Shape{rows, F});
+    const TensorView<float> pre = ws_.view(pre_, Extents::rows(rows)), act = ws_.view(act_, Extents::rows(rows));
     fc1_.forward(x.slice(0, begin, end), pre);
     gelu_forward(pre.data(), act.data(), act.numel());
     if (pass.training)
@@ -44,9 +45,8 @@ void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const 
 
 void FeedForward::backward(TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx,
                            const Pass& pass) {
-  const int64_t rows = x.size(0), F = fc1_.out();
-  const TensorView<float> pre = ws_.view(pre_, Shape{rows, F}), act = ws_.view(act_, Shape{rows, F});
-  const TensorView<float> d_act = ws_.view(d_act_, Shape{rows, F});
+  const Extents r = Extents::rows(x.size(0));
+  const TensorView<float> pre = ws_.view(pre_, r), act = ws_.view(act_, r), d_act = ws_.view(d_act_, r);
   // In the forward pass: y = fc2(act), act = dropout(gelu(pre)), pre = fc1(x).
   fc2_.backward(dy, act, d_act);
   if (pass.training)

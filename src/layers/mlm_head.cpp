@@ -26,37 +26,39 @@ MlmHead::MlmHead(const ModelSpec& spec, const Parameters& params, Workspace& ws,
       d_tokens_(params.grad("embed.tokens")),
       bias_(params.value("mlm_head.bias")),
       d_bias_(params.grad("mlm_head.bias")) {
-  const int64_t C = spec.d_model, M = max_masked;
-  z_ = ws.reserve("head.z", M * C);
-  pre_ = ws.reserve("head.pre", M * C);
-  act_ = ws.reserve("head.act", M * C);
-  out_ = ws.reserve("head.out", M * C);
-  mean_ = ws.reserve("head.mean", M);
-  rstd_ = ws.reserve("head.rstd", M);
-  logits_ = ws.reserve("head.logits", M * spec.vocab_size);
-  d_a_ = ws.reserve_backward("head.d_a", M * C);
-  d_b_ = ws.reserve_backward("head.d_b", M * C);
+  // A row per masked token: M = N of the call.
+  const Dim M = Dim::rows(max_masked);
+  const int64_t C = spec.d_model;
+  z_ = ws.reserve("head.z", {M, C});
+  pre_ = ws.reserve("head.pre", {M, C});
+  act_ = ws.reserve("head.act", {M, C});
+  out_ = ws.reserve("head.out", {M, C});
+  mean_ = ws.reserve("head.mean", {M});
+  rstd_ = ws.reserve("head.rstd", {M});
+  logits_ = ws.reserve("head.logits", {M, spec.vocab_size});
+  d_a_ = ws.reserve_backward("head.d_a", {M, C});
+  d_b_ = ws.reserve_backward("head.d_b", {M, C});
 }
 
-TensorView<float> MlmHead::logits(int64_t M) const { return ws_.view(logits_, Shape{M, spec_.vocab_size}); }
+TensorView<float> MlmHead::logits(int64_t M) const { return ws_.view(logits_, Extents::rows(M)); }
 
 CrossEntropyResult MlmHead::forward(TensorView<const float> x, const int32_t* positions, const int32_t* targets,
                                     int64_t M, float grad_scale) {
   const int64_t C = spec_.d_model, V = spec_.vocab_size;
-  const Shape mc{M, C};
+  const Extents mc = Extents::rows(M);
   const TensorView<float> z = ws_.view(z_, mc), pre = ws_.view(pre_, mc), act = ws_.view(act_, mc);
   const TensorView<float> out = ws_.view(out_, mc), logits = this->logits(M);
   gather_rows(x.data(), positions, z.data(), M, C);
   dense_.forward(z, pre);
   gelu_forward(pre.data(), act.data(), act.numel());
-  ln_.forward(act, out, ws_.view(mean_, Shape{M}).data(), ws_.view(rstd_, Shape{M}).data());
+  ln_.forward(act, out, ws_.view(mean_, mc).data(), ws_.view(rstd_, mc).data());
   matmul(out, TensorView<const float>(tokens_).transpose(0, 1), logits, Accumulate::overwrite, bias_.data());
   return cross_entropy(logits.data(), targets, M, V, grad_scale);
 }
 
 void MlmHead::backward(TensorView<float> dx, const int32_t* positions, int64_t M) {
   const int64_t C = spec_.d_model;
-  const Shape mc{M, C};
+  const Extents mc = Extents::rows(M);
   const TensorView<float> z = ws_.view(z_, mc), pre = ws_.view(pre_, mc), act = ws_.view(act_, mc);
   const TensorView<float> out = ws_.view(out_, mc), d_logits = logits(M);
   const TensorView<float> d_a = ws_.view(d_a_, mc), d_b = ws_.view(d_b_, mc);
@@ -66,7 +68,7 @@ void MlmHead::backward(TensorView<float> dx, const int32_t* positions, int64_t M
   matmul(d_logits.transpose(0, 1), out, d_tokens_, Accumulate::add);
   add_column_sums(d_logits.data(), M, d_logits.size(1), d_logits.size(1), d_bias_.data());
   // out = LN(act), act = GELU(pre), pre = dense(z).
-  ln_.backward(d_a, act, ws_.view(mean_, Shape{M}).data(), ws_.view(rstd_, Shape{M}).data(), d_b);
+  ln_.backward(d_a, act, ws_.view(mean_, mc).data(), ws_.view(rstd_, mc).data(), d_b);
   gelu_backward(d_b.data(), pre.data(), d_b.data(), d_b.numel());
   dense_.backward(d_b, z, d_a);
   // z = x[positions]: scatter back into a zeroed dx.

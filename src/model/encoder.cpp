@@ -31,21 +31,22 @@ std::vector<std::string> Encoder::stage_names(const ModelSpec& spec) {
 Encoder::Encoder(const ModelSpec& spec, const Parameters& params, Workspace& ws, int64_t max_batch, StageTimer& timer)
     : spec_(spec), ws_(ws), timer_(timer) {
   LF_CHECK(max_batch > 0, "model capacity: batch {} must be positive", max_batch);
-  const int64_t rows = max_batch * spec.seq_len, C = spec.d_model;
+  const Dim B = Dim::batch(max_batch), T = Dim::tokens(spec.seq_len);
+  const int64_t C = spec.d_model;
   embedding_ = std::make_unique<Embedding>(spec_, params, ws, max_batch);
   for (int l = 0; l < spec.layers; ++l) blocks_.push_back(std::make_unique<EncoderBlock>(spec_, params, ws, l, max_batch));
   for (int l = 0; l <= spec.layers; ++l)
-    hidden_.push_back(ws.inference() ? ws.reserve_shared(l % 2 ? "hidden.odd" : "hidden.even", rows * C)
-                                     : ws.reserve("hidden" + std::to_string(l), rows * C));
+    hidden_.push_back(ws.inference() ? ws.reserve_shared(l % 2 ? "hidden.odd" : "hidden.even", {B, T, C})
+                                     : ws.reserve("hidden" + std::to_string(l), {B, T, C}));
   if (spec.norm == config::NormPlacement::pre) {
     final_ln_ = std::make_unique<LayerNorm>(params, "final_ln");
-    final_ = ws.reserve("final", rows * C);
-    final_mean_ = ws.reserve("final.mean", rows);
-    final_rstd_ = ws.reserve("final.rstd", rows);
+    final_ = ws.reserve("final", {B, T, C});
+    final_mean_ = ws.reserve("final.mean", {B, T});
+    final_rstd_ = ws.reserve("final.rstd", {B, T});
   }
-  d_hidden_a_ = ws.reserve_backward("d_hidden.a", rows * C);
-  d_hidden_b_ = ws.reserve_backward("d_hidden.b", rows * C);
-  key_valid_capacity_ = rows;
+  d_hidden_a_ = ws.reserve_backward("d_hidden.a", {B, T, C});
+  d_hidden_b_ = ws.reserve_backward("d_hidden.b", {B, T, C});
+  key_valid_capacity_ = max_batch * spec.seq_len;
   block_grads_begin_.assign(static_cast<size_t>(spec.layers), std::numeric_limits<size_t>::max());
   for (const auto& entry : params.grads().layout().entries()) {
     int layer = -1;
@@ -61,32 +62,33 @@ TensorView<const float> Encoder::forward(int64_t B, int64_t T, const int32_t* id
   LF_CHECK(static_cast<int64_t>(key_valid_.size()) >= B * T, "the encoder's padding mask is not allocated");
   geometry_ = {B, T, lengths};
   const int64_t C = spec_.d_model, rows = geometry_.rows();
-  const Shape shaped{B, T, C};
+  const Extents e{B, T};
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) key_valid_[b * T + t] = t < lengths[b];
 
   size_t stage = 0;
-  timer_.forward(stage++, [&] { embedding_->forward(geometry_, ids, ws_.view(hidden_[0], shaped), pass); });
+  timer_.forward(stage++, [&] { embedding_->forward(geometry_, ids, ws_.view(hidden_[0], e), pass); });
   for (int l = 0; l < spec_.layers; ++l)
     timer_.forward(stage++, [&] {
-      blocks_[l]->forward(geometry_, ws_.view(hidden_[l], shaped), ws_.view(hidden_[l + 1], shaped), key_valid_.data(),
+      blocks_[l]->forward(geometry_, ws_.view(hidden_[l], e), ws_.view(hidden_[l + 1], e), key_valid_.data(),
                           pass);
     });
   if (final_ln_)
     timer_.forward(stage++, [&] {
-      final_ln_->forward(ws_.view(hidden_[spec_.layers], Shape{rows, C}), ws_.view(final_, Shape{rows, C}),
-                         ws_.view(final_mean_, Shape{rows}).data(), ws_.view(final_rstd_, Shape{rows}).data());
+      final_ln_->forward(ws_.view(hidden_[spec_.layers], e).reshape(Shape{rows, C}),
+                         ws_.view(final_, e).reshape(Shape{rows, C}), ws_.view(final_mean_, e).data(),
+                         ws_.view(final_rstd_, e).data());
     });
   return output();
 }
 
 TensorView<const float> Encoder::output() const {
-  const Shape shaped{geometry_.B, geometry_.T, spec_.d_model};
-  return final_ln_ ? ws_.view(final_, shaped) : ws_.view(hidden_[spec_.layers], shaped);
+  const Extents e{geometry_.B, geometry_.T};
+  return final_ln_ ? ws_.view(final_, e) : ws_.view(hidden_[spec_.layers], e);
 }
 
 TensorView<float> Encoder::output_gradient() const {
-  return ws_.view(d_hidden_a_, Shape{geometry_.B, geometry_.T, spec_.d_model});
+  return ws_.view(d_hidden_a_, {geometry_.B, geometry_.T});
 }
 
 std::vector<size_t> Encoder::gradients_final_offsets() const {
@@ -97,20 +99,20 @@ std::vector<size_t> Encoder::gradients_final_offsets() const {
 
 void Encoder::backward(const int32_t* ids, const Pass& pass, const GradientsFinalFrom& final_from) {
   const int64_t C = spec_.d_model, rows = geometry_.rows();
-  const Shape shaped{geometry_.B, geometry_.T, C};
-  TensorView<float> d_cur = output_gradient(), d_next = ws_.view(d_hidden_b_, shaped);
+  const Extents e{geometry_.B, geometry_.T};
+  TensorView<float> d_cur = output_gradient(), d_next = ws_.view(d_hidden_b_, e);
   size_t stage = stage_names(spec_).size() - 1;
   if (final_ln_) {
     // final = LN(hidden[L]).
     timer_.backward(stage--, [&] {
-      final_ln_->backward(d_cur.reshape(Shape{rows, C}), ws_.view(hidden_[spec_.layers], Shape{rows, C}),
-                          ws_.view(final_mean_, Shape{rows}).data(), ws_.view(final_rstd_, Shape{rows}).data(),
+      final_ln_->backward(d_cur.reshape(Shape{rows, C}), ws_.view(hidden_[spec_.layers], e).reshape(Shape{rows, C}),
+                          ws_.view(final_mean_, e).data(), ws_.view(final_rstd_, e).data(),
                           d_next.reshape(Shape{rows, C}));
     });
     std::swap(d_cur, d_next);
   }
   for (int l = spec_.layers - 1; l >= 0; --l) {
-    timer_.backward(stage--, [&] { blocks_[l]->backward(geometry_, ws_.view(hidden_[l], shaped), d_cur, d_next, pass); });
+    timer_.backward(stage--, [&] { blocks_[l]->backward(geometry_, ws_.view(hidden_[l], e), d_cur, d_next, pass); });
     std::swap(d_cur, d_next);
     if (final_from) final_from(block_grads_begin_[l]);
   }

@@ -22,6 +22,7 @@ class Shape {
  public:
   Shape() = default;
   Shape(std::initializer_list<int64_t> dims);
+  Shape(const int64_t* dims, int rank);
 
   int rank() const { return rank_; }
   int64_t operator[](int d) const { return dims_[d]; }

@@ -88,11 +88,12 @@ class Attention {
   Projection proj_e_, proj_f_;  // proj_f_ is proj_e_ when keys and values share it
   // Caches (per layer): qkv (B,T,3C), or Q only (B,T,C) when compressing first; xc_e, xc_f the
   // compressed inputs (B,K,C) when compressing first (xc_f is xc_e when the same); kv K̃ | Ṽ
-  // (B,K,2C); probs and dropped probs (B,H,T,S); ctx (B,T,C).
-  int qkv_, xc_e_ = -1, xc_f_ = -1, kv_ = -1, probs_, probs_dropped_, ctx_;
+  // (B,K,2C); probs and dropped probs (B,H,T,S), S = K or T; ctx (B,T,C). Shapes are stated
+  // where the constructor reserves them.
+  Buffer<float> qkv_, xc_e_, xc_f_, kv_, probs_, probs_dropped_, ctx_;
   // Backward scratch (shared by all layers): d_ctx (B,T,C), reused at the end for d(real ⊙ x);
   // d_probs (B,H,T,S); d_qkv (B,T,3C) or (B,T,C); d_kv (B,K,2C); d_xc_e, d_xc_f (B,K,C).
-  int d_ctx_, d_probs_, d_qkv_, d_kv_ = -1, d_xc_e_ = -1, d_xc_f_ = -1;
+  Buffer<float> d_ctx_, d_probs_, d_qkv_, d_kv_, d_xc_e_, d_xc_f_;
 };
 
 }  // namespace linformer

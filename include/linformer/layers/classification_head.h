@@ -35,8 +35,9 @@ class ClassificationHead {
   const Workspace& ws_;
   Linear dense_, out_;
   float dropout_;
-  int h_, t_, u_, logits_;  // caches: (B, C) ×3 (first states, tanh output, its dropped copy), (B, L)
-  int d_a_, d_b_;           // shared scratch (B, C)
+  // Caches: (B, C) ×3 (first states, tanh output, its dropped copy), (B, L).
+  Buffer<float> h_, t_, u_, logits_;
+  Buffer<float> d_a_, d_b_;  // shared scratch (B, C)
 };
 
 }  // namespace linformer

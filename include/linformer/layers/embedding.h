@@ -24,8 +24,8 @@ class Embedding {
   const Workspace& ws_;
   TensorView<float> tokens_, positions_, d_tokens_, d_positions_;  // (V, C), (n, C)
   LayerNorm ln_;
-  int sum_, mean_, rstd_;  // caches: the LN input (rows, C) and its statistics
-  int d_sum_;              // shared scratch (rows, C)
+  Buffer<float> sum_, mean_, rstd_;  // caches: the LN input (rows, C) and its statistics
+  Buffer<float> d_sum_;              // shared scratch (rows, C)
 };
 
 }  // namespace linformer

@@ -34,9 +34,9 @@ class EncoderBlock {
   LayerNorm ln_attn_, ln_ffn_;
   // Caches (B·T rows): the attention residual sum `a`, the FFN input `h` (post) or LN outputs (pre),
   // the FFN residual sum `f` (post), and the two LayerNorms' statistics.
-  int a_, h_, f_, attn_in_, mean1_, rstd1_, mean2_, rstd2_;
+  Buffer<float> a_, h_, f_, attn_in_, mean1_, rstd1_, mean2_, rstd2_;
   // Shared scratch (B·T rows × C): branch outputs and gradients.
-  int branch_, d_branch_, d_mid_;
+  Buffer<float> branch_, d_branch_, d_mid_;
 };
 
 }  // namespace linformer

@@ -30,8 +30,9 @@ class FeedForward {
   // buffer is the largest of a block, and no later row needs an earlier row's.
   static constexpr int64_t kInferenceChunkRows = 2048;
   int64_t chunk_rows_;
-  int pre_, act_;  // caches (chunk rows, F): fc1 output, dropped GELU output (fc2 input); one buffer in inference
-  int d_act_;      // shared scratch (rows, F)
+  // Caches (chunk rows, F): fc1 output, dropped GELU output (fc2 input); one buffer in inference.
+  Buffer<float> pre_, act_;
+  Buffer<float> d_act_;     // shared scratch (rows, F)
 };
 
 }  // namespace linformer

@@ -34,8 +34,8 @@ class MlmHead {
   Linear dense_;
   LayerNorm ln_;
   TensorView<float> tokens_, d_tokens_, bias_, d_bias_;  // (V, C), (V)
-  int z_, pre_, act_, out_, mean_, rstd_, logits_;        // caches: (M, C) ×4, (M) ×2, (M, V)
-  int d_a_, d_b_;                                         // shared scratch (M, C)
+  Buffer<float> z_, pre_, act_, out_, mean_, rstd_, logits_;  // caches: (M, C) ×4, (M) ×2, (M, V)
+  Buffer<float> d_a_, d_b_;                                   // shared scratch (M, C)
 };
 
 }  // namespace linformer

@@ -57,10 +57,10 @@ class Encoder {
   std::vector<std::unique_ptr<EncoderBlock>> blocks_;
   std::unique_ptr<LayerNorm> final_ln_;
   // hidden_[l]: the input of block l (B, T, C); hidden_[L] the last output. Inference: two buffers, alternating.
-  std::vector<int> hidden_;
+  std::vector<Buffer<float>> hidden_;
   std::vector<size_t> block_grads_begin_;  // (L) gradient-arena offset of block l's first tensor
-  int final_ = -1, final_mean_ = -1, final_rstd_ = -1;  // pre-LN: (B·T, C), (B·T), (B·T)
-  int d_hidden_a_, d_hidden_b_;                         // backward scratch (B, T, C) ×2
+  Buffer<float> final_, final_mean_, final_rstd_;  // pre-LN: (B, T, C), (B, T), (B, T)
+  Buffer<float> d_hidden_a_, d_hidden_b_;         // backward scratch (B, T, C) ×2
   int64_t key_valid_capacity_ = 0;                      // B·n
   std::vector<uint8_t> key_valid_;                      // (B, T): 1 at real tokens
   BatchGeometry geometry_;
