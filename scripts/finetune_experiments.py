@@ -47,7 +47,21 @@ def read_manifest(path=MANIFEST):
         for key in ("tasks", "encoders", "seeds"):
             if not isinstance(t.get(key), list) or not t[key]:
                 raise SystemExit(f"{path}: table '{t['name']}': '{key}' must be a non-empty list")
+        if t.get("reference") not in t["encoders"] or t["reference"] == RANDOM:
+            raise SystemExit(f"{path}: table '{t['name']}': 'reference' must name one of its pretrained encoders "
+                             f"(the Transformer the Linformer encoders are compared with)")
+        if not isinstance(t.get("tolerance"), (int, float)) or t["tolerance"] < 0:
+            raise SystemExit(f"{path}: table '{t['name']}': 'tolerance' must be a number of accuracy points ≥ 0")
     return tables
+
+
+def read_budget(path=MANIFEST):
+    """The manifest's `budget`: what the experiment was sized to and what was cut (said in the report)."""
+    with open(path, "rb") as f:
+        budget = tomllib.load(f).get("budget", "")
+    if not isinstance(budget, str):
+        raise SystemExit(f"{path}: 'budget' must be a string")
+    return budget
 
 
 def task_name(recipe):
@@ -190,6 +204,9 @@ def report(log, manifest=MANIFEST, results=RESULTS):
              "validations (training and validation of an epoch). Encoders: the final checkpoints of "
              "`recipes/brown/experiments.toml`'s pretraining runs, and `none`, a random encoder of the recipe's shape.",
              ""]
+    budget = read_budget(manifest)
+    if budget:
+        lines += ["## Budget: what was run and what was cut", "", budget.strip(), ""]
     machines = set()
     for m in read_manifest(manifest):
         table = collect(m, results)
@@ -229,6 +246,52 @@ def table_lines(m, table):
         complete = len(values) == len(m["tasks"])
         mean = f"{100 * sum(values) / len(values):.1f}" if values else "–"
         lines.append(f"| {encoder} | {mean}{'' if complete else ' (incomplete)'} | {len(values)} of {len(m['tasks'])} |")
+    return lines + [""] + verdict_lines(m, table)
+
+
+def task_means(table, task, encoder):
+    runs = table.get(task, {}).get(encoder, [])
+    acc = [r["results"]["test"]["accuracy"] for r in runs if "test" in r["results"]]
+    return (100 * mean_sd(acc)[0], len(acc)) if acc else (None, 0)
+
+
+def verdict_lines(m, table):
+    """The paper's claim checked per Linformer encoder: its test accuracy against the reference
+    Transformer's, averaged over the tasks both have runs for; and how much of the pretraining's
+    gain over the random encoder it keeps on those tasks."""
+    reference, tolerance = m["reference"], m["tolerance"]
+    lines = [f"### {m['name']}: the paper's claim", "",
+             f"Table 2 of the paper: Linformer encoders fine-tune within about half a point of the Transformer. "
+             f"Checked mechanically, per encoder, against `{reference}` on the tasks both have runs for (mean over "
+             f"seeds, then over tasks); it agrees when the Linformer encoder is at most {tolerance:g} points below. "
+             f"\"Gain kept\": (encoder − none) / ({reference} − none) on the same tasks, where `none` has runs for "
+             f"them.", "",
+             f"| encoder | tasks | seeds | accuracy | {reference} | difference | gain kept | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
+    for encoder in m["encoders"]:
+        if encoder in (reference, RANDOM):
+            continue
+        pairs = []
+        for recipe in m["tasks"]:
+            task = task_name(recipe)
+            mine, seeds = task_means(table, task, encoder)
+            ref, _ = task_means(table, task, reference)
+            if mine is not None and ref is not None:
+                pairs.append((mine, ref, task_means(table, task, RANDOM)[0], seeds))
+        if not pairs:
+            lines.append(f"| {encoder} | 0 of {len(m['tasks'])} | | | | | | not run yet |")
+            continue
+        mine = sum(p[0] for p in pairs) / len(pairs)
+        ref = sum(p[1] for p in pairs) / len(pairs)
+        seeds = "–".join(sorted({str(p[3]) for p in pairs}, key=int))
+        gain = "–"
+        if all(p[2] is not None for p in pairs):
+            none = sum(p[2] for p in pairs) / len(pairs)
+            gain = f"{100 * (mine - none) / (ref - none):.0f}%" if ref != none else "–"
+        partial = "" if len(pairs) == len(m["tasks"]) else " (not all tasks)"
+        verdict = ("agrees" if mine >= ref - tolerance else "does not agree") + partial
+        lines.append(f"| {encoder} | {len(pairs)} of {len(m['tasks'])} | {seeds} | {mine:.1f} | {ref:.1f} | "
+                     f"{mine - ref:+.1f} | {gain} | {verdict} |")
     return lines + [""]
 
 

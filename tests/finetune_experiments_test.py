@@ -35,13 +35,18 @@ class Report(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             manifest = os.path.join(tmp, "m.toml")
             with open(manifest, "w") as f:
-                f.write('[[table]]\nname = "n512"\ntasks = ["a.toml", "b.toml"]\nencoders = ["lin", "none"]\n'
-                        'seeds = [1, 2]\n')
+                f.write('budget = "Two tasks, two seeds; n = 2048 cut."\n'
+                        '[[table]]\nname = "n512"\ntasks = ["a.toml", "b.toml"]\n'
+                        'encoders = ["tr", "lin", "lin2", "none"]\nseeds = [1, 2]\nreference = "tr"\n'
+                        'tolerance = 0.5\n')
             results = os.path.join(tmp, "results")
             write_run(results, "a", "lin", 1, 0.80, 10)
             write_run(results, "a", "lin", 2, 0.90, 12)
             write_run(results, "b", "lin", 1, 0.50, 30)
             write_run(results, "a", "none", 1, 0.60, 10)
+            write_run(results, "a", "tr", 1, 0.86, 10)
+            write_run(results, "b", "tr", 1, 0.60, 10)
+            write_run(results, "a", "lin2", 1, 0.857, 10)
             fe.report(lambda m: None, manifest, results)
             with open(os.path.join(results, "README.md")) as f:
                 text = f.read()
@@ -51,6 +56,26 @@ class Report(unittest.TestCase):
             self.assertIn("| lin | 67.5 | 2 of 2 |", text)  # (85 + 50) / 2
             self.assertIn("| none | 60.0 (incomplete) | 1 of 2 |", text)
             self.assertIn("avx2 (test CPU), commit abc1234", text)
+            self.assertIn("## Budget: what was run and what was cut\n\nTwo tasks, two seeds; n = 2048 cut.", text)
+            # lin against tr over both tasks: (85 + 50) / 2 = 67.5 against (86 + 60) / 2 = 73.0; none lacks task b.
+            self.assertIn("| lin | 2 of 2 | 1–2 | 67.5 | 73.0 | -5.5 | – | does not agree |", text)
+            # lin2 on task a only: 85.7 against 86.0, (85.7 - 60) / (86 - 60) = 99% of the gain kept.
+            self.assertIn("| lin2 | 1 of 2 | 1 | 85.7 | 86.0 | -0.3 | 99% | agrees (not all tasks) |", text)
+            self.assertNotIn("| tr | 1 of 2", text)
+
+    def test_a_manifest_without_a_reference_or_tolerance_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            manifest = os.path.join(tmp, "m.toml")
+            base = '[[table]]\nname = "t"\ntasks = ["a.toml"]\nencoders = ["tr", "none"]\nseeds = [1]\n'
+            for extra, message in (("tolerance = 0.5\n", "'reference' must name"),
+                                   ('reference = "none"\ntolerance = 0.5\n', "'reference' must name"),
+                                   ('reference = "tr"\n', "'tolerance' must be"),
+                                   ('reference = "tr"\ntolerance = -1\n', "'tolerance' must be")):
+                with open(manifest, "w") as f:
+                    f.write(base + extra)
+                with self.assertRaises(SystemExit) as refused:
+                    fe.read_manifest(manifest)
+                self.assertIn(message, str(refused.exception))
 
 
 class Selection(unittest.TestCase):
