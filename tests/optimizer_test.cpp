@@ -66,6 +66,56 @@ TEST(AdamW, TwoStepsMatchTheFormulaWrittenOutInDouble) {
   }
 }
 
+// Every element of the bf16 copies equals the bf16 rounding of its value (same bits).
+void expect_bf16_copies_current(const Parameters& params, const char* when) {
+  const float* values = params.values().data();
+  const bf16* copies = params.bf16_copies();
+  ASSERT_NE(copies, nullptr);
+  int64_t stale = 0;
+  for (size_t i = 0; i < params.values().numel(); ++i) stale += copies[i].bits != to_bf16(values[i]).bits;
+  EXPECT_EQ(stale, 0) << when << ": " << stale << " of " << params.values().numel() << " bf16 copies are stale";
+}
+
+TEST(AdamW, KeepsTheBf16CopiesOfTheValuesCurrentAndTheValuesUnchanged) {
+  const ModelSpec spec = testing::tiny_spec({{"freeze_projection", true}});
+  Parameters with(spec, MlmModel::parameter_table(spec)), without(spec, MlmModel::parameter_table(spec));
+  with.keep_bf16_copies();
+  EXPECT_EQ(without.bf16_copies(), nullptr);
+  with.initialize(1);
+  without.initialize(1);
+  expect_bf16_copies_current(with, "after initialize");
+  EXPECT_EQ(with.value_bf16("layers.0.ffn.fc1.weight").shape(), with.value("layers.0.ffn.fc1.weight").shape());
+  EXPECT_EQ(with.value_bf16("layers.0.ffn.fc1.weight").data()[5].bits,
+            to_bf16(with.value("layers.0.ffn.fc1.weight").data()[5]).bits);
+
+  AdamW adam_with(with, optim_config()), adam_without(without, optim_config());
+  Rng rng(3);
+  for (int step = 1; step <= 3; ++step) {
+    for (size_t i = 0; i < with.grads().numel(); ++i) with.grads().data()[i] = without.grads().data()[i] = rng.normal();
+    adam_with.step(1e-2);
+    adam_without.step(1e-2);
+    expect_bf16_copies_current(with, "after an update");
+  }
+  // Writing the copies changes nothing in the f32 update.
+  for (size_t i = 0; i < with.values().numel(); ++i)
+    ASSERT_EQ(with.values().data()[i], without.values().data()[i]) << "element " << i;
+}
+
+TEST(AdamW, LoadedWeightsRefreshTheBf16Copies) {
+  const ModelSpec spec = testing::tiny_spec();
+  testing::TempDir dir;
+  const std::string path = (dir.path() / "w.safetensors").string();
+  Parameters saved(spec, MlmModel::parameter_table(spec)), loaded(spec, MlmModel::parameter_table(spec));
+  saved.initialize(7);
+  save_weights(path, saved);
+  loaded.keep_bf16_copies();
+  loaded.initialize(8);
+  load_weights(path, loaded);
+  EXPECT_EQ(loaded.values().data()[3], saved.values().data()[3]);
+  expect_bf16_copies_current(loaded, "after load_weights");
+  EXPECT_THROW(saved.value_bf16("embed.tokens"), Error);  // it keeps none
+}
+
 TEST(AdamW, DecayOfBiasesAndNormsIsConfigurable) {
   const ModelSpec spec = testing::tiny_spec();
   Parameters params(spec, MlmModel::parameter_table(spec));

@@ -17,6 +17,29 @@ ArenaLayout Parameters::layout_for(const std::vector<ParamSpec>& table) {
 Parameters::Parameters(const ModelSpec& spec, const ParameterTable& table)
     : spec_(spec), table_(table.entries()), values_(layout_for(table_)), grads_(layout_for(table_)) {}
 
+void Parameters::keep_bf16_copies() {
+  if (bf16_values_) return;
+  ArenaLayout layout(sizeof(uint16_t));
+  layout.add("values", Shape{static_cast<int64_t>(values_.numel())});
+  bf16_values_ = std::make_unique<Arena<uint16_t>>(std::move(layout));
+  values_changed();
+}
+
+bf16* Parameters::bf16_copies() const {
+  return bf16_values_ ? reinterpret_cast<bf16*>(bf16_values_->data()) : nullptr;
+}
+
+TensorView<const bf16> Parameters::value_bf16(const std::string& name) const {
+  LF_CHECK(bf16_values_, "bf16 copy of '{}' asked for, but the parameters keep none", name);
+  const auto& entry = values_.layout().entry(values_.layout().index_of(name));
+  return TensorView<const bf16>(bf16_copies() + entry.offset, entry.shape);
+}
+
+void Parameters::values_changed() const {
+  if (bf16_values_)
+    convert_to_bf16(values_.data(), bf16_copies(), values_.numel());
+}
+
 int64_t Parameters::count() const {
   int64_t n = 0;
   for (const auto& p : table_) n += p.shape.numel();
@@ -69,6 +92,7 @@ void Parameters::initialize(uint64_t seed) {
       }
     }
   }
+  values_changed();
 }
 
 }  // namespace linformer

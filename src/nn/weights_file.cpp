@@ -77,6 +77,7 @@ std::vector<std::string> load_selected(const std::string& path, Parameters& para
   for (const auto& p : params.table())
     if (loaded(p.name))
       std::memcpy(params.value(p.name).data(), file.data(p.name), static_cast<size_t>(p.shape.numel()) * sizeof(float));
+  params.values_changed();
   return others;
 }
 }  // namespace

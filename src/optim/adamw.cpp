@@ -49,6 +49,9 @@ void AdamW::step(double lr) {
   float* v = v_.data();
   const uint8_t* flags = flags_.data();
   const int64_t n = static_cast<int64_t>(flags_.size());
+  // The bf16 copies of the values (the bf16 path's weight operands) are written in the same
+  // pass; frozen elements never change, so their copies stay as they were made.
+  bf16* copies = params_.bf16_copies();
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     if (!(flags[i] & kTrainable)) continue;
@@ -56,6 +59,7 @@ void AdamW::step(double lr) {
     m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
     v[i] = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
     p[i] -= step_size * m[i] / (std::sqrt(v[i]) / correction2_sqrt + eps);
+    if (copies) copies[i] = to_bf16(p[i]);
   }
 }
 

@@ -7,8 +7,10 @@
 // the names the tests report.
 
 #include "linformer/core/arena.h"
+#include "linformer/kernels/bf16.h"
 #include "linformer/nn/model_spec.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,15 @@ class Parameters {
   void initialize(uint64_t seed);
   void zero_grads() const { grads_.zero(); }
 
+  // bf16 copies of the values, the weight operands of the bf16 matmuls (train.precision =
+  // "bf16"): element i of the copies is to_bf16(values().data()[i]), at the values' offsets.
+  // Kept current by initialize(), load_weights() and AdamW::step (written in its pass, so an
+  // update reads and writes the arena once); whoever else writes values calls values_changed().
+  void keep_bf16_copies();
+  bf16* bf16_copies() const;  // nullptr unless keep_bf16_copies() was called
+  TensorView<const bf16> value_bf16(const std::string& name) const;
+  void values_changed() const;  // refreshes the bf16 copies, if kept
+
  private:
   static ArenaLayout layout_for(const std::vector<ParamSpec>& table);
 
@@ -68,6 +79,7 @@ class Parameters {
   std::vector<ParamSpec> table_;
   Arena<float> values_;
   Arena<float> grads_;
+  std::unique_ptr<Arena<uint16_t>> bf16_values_;  // bf16 bits, the values' layout
 };
 
 }  // namespace linformer
