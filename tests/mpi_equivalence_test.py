@@ -235,18 +235,20 @@ class MpiEquivalence(unittest.TestCase):
         run_dir = os.path.join(self.dir.name, "interrupted_" + whom.replace(" ", "_"))
         job, output_file = self.start_until_checkpoint_50(run_dir, settings)
         if whom == "mpirun":
+            # mpirun passes it on to each rank in turn: rank 0 may hear of rank 1's stop before its own.
             job.send_signal(signal.SIGTERM)
-            stopping, said = "received SIGTERM", "interrupted by SIGTERM at update"
+            stopping = ("received SIGTERM", "another process stopped")
+            said = ("interrupted by SIGTERM at update", "interrupted by SIGTERM (to another process)")
         else:
             ranks = self.ranks_of(job.pid)
             target, rank = next((r for r in ranks if r[1] == 1), ranks[0])
             os.kill(target, signal.SIGTERM)
-            stopping = "another process stopped" if rank == 1 else "received SIGTERM"
-            said = "interrupted by SIGTERM (to another process)" if rank == 1 else "interrupted by SIGTERM"
+            stopping = ("another process stopped",) if rank == 1 else ("received SIGTERM",)
+            said = ("interrupted by SIGTERM (to another process)",) if rank == 1 else ("interrupted by SIGTERM",)
         output = self.output_of(job, output_file, timeout=300)
-        self.assertIn(stopping, output)
+        self.assertTrue(any(s in output for s in stopping), f"none of {stopping} in:\n{output}")
         self.assertIn("continue with: mpirun -np 2", output)
-        self.assertIn(said, output)
+        self.assertTrue(any(s in output for s in said), f"none of {said} in:\n{output}")
         self.assertEqual(output.count("interrupted by SIGTERM"), 1, "rank 0 alone gives the hint")
         stopped_at = len(read_metrics(run_dir))
         resumed = self.train(run_dir, 2, 2, settings, resume=True)
