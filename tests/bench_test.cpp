@@ -167,7 +167,9 @@ TEST(BenchAttention, TableAndCsvForEveryCellWithKBelowN) {
     EXPECT_EQ(row.at("status"), "measured") << key.first << "," << key.second;
     EXPECT_GT(std::stod(row.at("seconds_per_sequence")), 0);
     EXPECT_EQ(row.at("timed_batch"), "2");
+    EXPECT_EQ(row.at("precision"), "fp32");
   }
+  EXPECT_THAT(r.output, HasSubstr(" fp32 matmuls; encoder: "));
   // Independently of the workspace plan: per sequence, full attention keeps one (H, n, n)
   // probability buffer and Q | K | V (n, 3C) where Linformer (layerwise: x compressed first) keeps
   // (H, n, k), Q (n, C), the compressed input (k, C) and K̃ | Ṽ (k, 2C)
@@ -180,6 +182,20 @@ TEST(BenchAttention, TableAndCsvForEveryCellWithKBelowN) {
         << n << "," << k;
     EXPECT_NEAR(std::stod(cells.at({n, k}).at("memory_saving")), full / lin, 1e-3 * full / lin);
   }
+}
+
+TEST(BenchAttention, Bf16RunsOnlyWhereTheCpuHasIt) {
+  testing::TempDir dir;
+  const std::string csv = (dir.path() / "attention.csv").string();
+  const auto r = testing::run_linformer("bench attention --recipe recipes/ci/tiny.toml --lengths 64 --ks 16 --repeats 1 "
+                                        "--max-batch 2 --precision bf16 --csv " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string expected = cpu_has_bf16() ? "bf16" : "fp32";
+  EXPECT_THAT(r.output, HasSubstr(" " + expected + " matmuls; encoder: "));
+  if (!cpu_has_bf16()) {
+    EXPECT_THAT(r.output, HasSubstr("needs a CPU with avx512_bf16"));
+  }
+  for (const auto& [key, row] : read_cells(read_file(csv))) EXPECT_EQ(row.at("precision"), expected);
 }
 
 TEST(BenchAttention, CellsOverTheBudgetOrTheTimeLimitAreReportedNotRun) {

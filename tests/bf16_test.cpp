@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -142,6 +143,127 @@ TEST(Bf16Matmul, WithoutTheInstructionsItFailsNamingTheCpu) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("needs a CPU with avx512_bf16"), std::string::npos) << e.what();
   }
+}
+
+// Element (i, j, k, l) of a rank-≤4 view, with missing leading axes at 0.
+template <class T>
+T& at(const TensorView<T>& v, const std::array<int64_t, 4>& idx) {
+  int64_t offset = 0;
+  for (int d = 0; d < v.rank(); ++d) offset += idx[4 - v.rank() + d] * v.stride(d);
+  return v.data()[offset];
+}
+
+// Every index of a shape (rank ≤ 4), missing leading axes at 0.
+template <class F>
+void for_each_index(const Shape& s, F f) {
+  std::array<int64_t, 4> size{1, 1, 1, 1};
+  for (int d = 0; d < s.rank(); ++d) size[4 - s.rank() + d] = s[d];
+  for (int64_t i = 0; i < size[0]; ++i)
+    for (int64_t j = 0; j < size[1]; ++j)
+      for (int64_t k = 0; k < size[2]; ++k)
+        for (int64_t l = 0; l < size[3]; ++l) f(std::array<int64_t, 4>{i, j, k, l});
+}
+
+TEST(Bf16, StridedCopiesRoundEveryElementAndAreDenseInTheViewsOwnOrder) {
+  const int64_t B = 2, T = 5, H = 3, D = 4, C = H * D;
+  std::vector<float> storage(B * T * 3 * C);
+  Rng rng(7);
+  for (auto& v : storage) v = rng.normal();
+  const TensorView<const float> qkv(storage.data(), Shape{B, T, 3 * C});
+  // Keys of every head (B, H, T, D): a slice of qkv's rows; their transpose (B, H, D, T); a plain
+  // transpose of a matrix; a contiguous matrix.
+  const TensorView<const float> keys(storage.data() + C, Shape{B, H, T, D}, Shape{T * 3 * C, D, 3 * C, 1});
+  const TensorView<const float> matrix(storage.data(), Shape{B * T, 3 * C});
+  for (const auto& view : {keys, keys.transpose(2, 3), matrix.transpose(0, 1), matrix}) {
+    std::vector<bf16> out(view.numel() + 1, bf16{0xdeadu});
+    const TensorView<const bf16> copy = convert_to_bf16(view, out.data());
+    ASSERT_EQ(copy.shape(), view.shape());
+    std::vector<int> written(view.numel(), 0);
+    for_each_index(view.shape(), [&](const std::array<int64_t, 4>& idx) {
+      const bf16& got = at(copy, idx);
+      ASSERT_EQ(got.bits, to_bf16(at(view, idx)).bits) << view.shape().str() << " strides " << view.strides().str();
+      const auto offset = &got - out.data();
+      ASSERT_TRUE(offset >= 0 && offset < view.numel()) << offset;
+      ++written[offset];
+    });
+    for (const int w : written) ASSERT_EQ(w, 1) << "the copy is not dense";
+    EXPECT_EQ(out.back().bits, 0xdeadu) << "written past the copy";
+    // The innermost axis stays innermost: a transpose of a row-major matrix stays a transpose.
+    int innermost = 0;
+    for (int d = 0; d < view.rank(); ++d)
+      if (view.stride(d) == 1) innermost = d;
+    EXPECT_EQ(copy.stride(innermost), 1) << view.strides().str();
+  }
+}
+
+// Switches the f32 matmul to bf16 operands for a scope.
+struct Bf16Operands {
+  Bf16Operands() { set_matmul_bf16_operands(true); }
+  ~Bf16Operands() { set_matmul_bf16_operands(false); }
+};
+
+TEST(Bf16Matmul, F32ViewsWithBf16OperandsGiveTheProductOfTheRoundedOperands) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "no avx512_bf16 on this CPU (" << dnnl_cpu_isa_name() << ")";
+  // Attention's shapes: Q·Kᵀ on head slices of one (B, T, 3C) buffer, then a Linformer
+  // projection E (K, T) broadcast over the batch, with a bias and accumulating.
+  const int64_t B = 2, T = 67, H = 3, D = 40, C = H * D, K = 19;
+  std::vector<float> qkv(B * T * 3 * C), e(K * T), bias(D);
+  Rng rng(11);
+  for (auto& v : qkv) v = rng.normal();
+  for (auto& v : e) v = rng.normal();
+  for (auto& v : bias) v = rng.normal();
+  const TensorView<const float> q(qkv.data(), Shape{B, H, T, D}, Shape{T * 3 * C, D, 3 * C, 1});
+  const TensorView<const float> k(qkv.data() + C, Shape{B, H, T, D}, Shape{T * 3 * C, D, 3 * C, 1});
+  const TensorView<const float> ev(e.data(), Shape{1, 1, K, T});
+  std::vector<float> scores(B * H * T * T), projected(B * H * K * D, 0.5f);
+  const TensorView<float> sv(scores.data(), Shape{B, H, T, T}), pv(projected.data(), Shape{B, H, K, D});
+  const std::vector<float> before = projected;
+  {
+    const Bf16Operands on;
+    matmul(q, k.transpose(2, 3), sv);
+    matmul(ev, k, pv, Accumulate::add, bias.data());
+  }
+  // What a bf16 product must give: exact products of the rounded operands (a bf16 product is
+  // exact in f32), summed; f32 accumulation allows 1e-6 of the terms' magnitude.
+  auto rounded = [](float x) { return static_cast<double>(to_float(to_bf16(x))); };
+  int differs_from_f32 = 0;
+  auto check = [&](const TensorView<const float>& a, const TensorView<const float>& b, const TensorView<float>& c,
+                   const float* before_c, const float* add_bias) {
+    for_each_index(c.shape(), [&](const std::array<int64_t, 4>& idx) {
+      const int64_t inner = a.size(a.rank() - 1);
+      double ref = (before_c ? before_c[&at(c, idx) - c.data()] : 0.0) + (add_bias ? add_bias[idx[3]] : 0.0);
+      double unrounded = ref, magnitude = 0;
+      for (int64_t p = 0; p < inner; ++p) {
+        const std::array<int64_t, 4> ia{a.size(0) == 1 ? 0 : idx[0], a.size(1) == 1 ? 0 : idx[1], idx[2], p};
+        const std::array<int64_t, 4> ib{b.size(0) == 1 ? 0 : idx[0], b.size(1) == 1 ? 0 : idx[1], p, idx[3]};
+        const double term = rounded(at(a, ia)) * rounded(at(b, ib));
+        ref += term;
+        unrounded += static_cast<double>(at(a, ia)) * at(b, ib);
+        magnitude += std::abs(term);
+      }
+      ASSERT_NEAR(at(c, idx), ref, 1e-6 * magnitude + 1e-6) << idx[0] << "," << idx[1] << "," << idx[2] << "," << idx[3];
+      differs_from_f32 += std::abs(at(c, idx) - unrounded) > 1e-4 * magnitude;
+    });
+  };
+  check(q, k.transpose(2, 3), sv, nullptr, nullptr);
+  check(ev, k, pv, before.data(), bias.data());
+  // The operands really were rounded: most results differ from the f32 product by more than
+  // f32 rounding could explain.
+  EXPECT_GT(differs_from_f32, static_cast<int>(scores.size() + projected.size()) / 2);
+  bool bf16_kernel = false;
+  for (const auto& [name, count] : matmul_implementations()) bf16_kernel |= name.find("bf16") != std::string::npos;
+  EXPECT_TRUE(bf16_kernel) << "no oneDNN bf16 kernel among the matmul primitives built";
+}
+
+TEST(Bf16Matmul, Bf16OperandsWithoutTheInstructionsFailNamingTheCpu) {
+  if (cpu_has_bf16()) GTEST_SKIP() << "this CPU has avx512_bf16";
+  try {
+    set_matmul_bf16_operands(true);
+    FAIL() << "bf16 operands switched on without avx512_bf16";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs a CPU with avx512_bf16"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(matmul_bf16_operands());
 }
 
 }  // namespace

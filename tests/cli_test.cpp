@@ -64,6 +64,16 @@ TEST(Cli, UsageErrorsExitWithTwo) {
   EXPECT_THAT(r.output, HasSubstr("unknown log level 'loud'"));
 }
 
+TEST(Cli, InferenceCommandsTakeAPrecision) {
+  for (const char* command : {"eval", "fill-mask", "classify", "bench attention"}) {
+    const auto help = testing::run_linformer(std::string(command) + " --help");
+    EXPECT_THAT(help.output, HasSubstr("--precision")) << command;
+    const auto wrong = testing::run_linformer(std::string(command) + " --precision fp16");
+    EXPECT_EQ(wrong.exit_code, 2) << command << ": " << wrong.output;
+    EXPECT_THAT(wrong.output, HasSubstr("fp16 not in {fp32,bf16}")) << command;
+  }
+}
+
 TEST(Cli, DumpRecipePrintsTheResolvedRecipe) {
   const auto r = run_linformer("train --recipe recipes/ci/tiny.toml --set model.k=8 --dump-recipe");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -60,6 +60,48 @@ TEST_F(TrainTest, Bf16WithoutHardwareWarnsAndTrainsExactlyAsFp32) {
   EXPECT_EQ(metric_rows(fp32), metric_rows(bf16));
 }
 
+// The last logged training loss of a run (metrics.jsonl).
+double last_train_loss(const std::string& run) {
+  std::istringstream jsonl(read_file(run + "/metrics.jsonl"));
+  double loss = 0;
+  for (std::string line; std::getline(jsonl, line);)
+    if (nlohmann::json row = nlohmann::json::parse(line); row["kind"] == "train") loss = row["loss"].get<double>();
+  return loss;
+}
+
+TEST_F(TrainTest, Bf16TrainsCloseToFp32AndEvaluatesInEitherPrecision) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "no avx512_bf16 on this CPU (" << dnnl_cpu_isa_name() << ")";
+  TempDir runs;
+  const std::string fp32 = (runs.path() / "fp32").string(), bf16 = (runs.path() / "bf16").string();
+  const std::vector<std::string> common = {"train.max_updates=20", "model.dropout=0", "model.attention_dropout=0",
+                                           "validation.every=0", "checkpoint.every=0"};
+  const auto a = train(fp32, common);
+  auto with_bf16 = common;
+  with_bf16.push_back("train.precision=\"bf16\"");
+  const auto b = train(bf16, with_bf16);
+  select_matmul_precision(false);  // the run left bf16 on for this process
+  EXPECT_THAT(read_file(bf16 + "/train.log"), HasSubstr("precision: bf16 matmuls"));
+  // bf16 operands change every product a little, so the runs differ, but not by much after 20
+  // updates (bf16 keeps 8 bits of mantissa: relative errors of about 0.4% per operand).
+  EXPECT_NE(metric_rows(fp32), metric_rows(bf16)) << "the bf16 run is bit-identical to fp32: bf16 was not used";
+  EXPECT_NEAR(b.valid_loss / a.valid_loss, 1.0, 0.01);
+  EXPECT_NEAR(last_train_loss(bf16) / last_train_loss(fp32), 1.0, 0.01);
+
+  // eval of one checkpoint in both precisions, through the command line.
+  const std::string checkpoint = list_checkpoints(bf16 + "/checkpoints").back().path;
+  auto perplexity = [&](const std::string& precision) {
+    const std::string json = (runs.path() / ("eval_" + precision + ".json")).string();
+    const auto r = testing::run_linformer("eval --checkpoint " + checkpoint + " --precision " + precision + " --json " + json);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return nlohmann::json::parse(read_file(json))["perplexity"].get<double>();
+  };
+  const double eval_fp32 = perplexity("fp32"), eval_bf16 = perplexity("bf16");
+  EXPECT_NE(eval_fp32, eval_bf16);
+  EXPECT_NEAR(eval_bf16 / eval_fp32, 1.0, 0.01);
+  const auto fill = testing::run_linformer("fill-mask --precision bf16 --checkpoint " + checkpoint + " \"kalo <mask> mine.\"");
+  EXPECT_EQ(fill.exit_code, 0) << fill.output;
+}
+
 TEST_F(TrainTest, AccumulationEqualsOneBigBatch) {
   // 4 micro-batches of 2 rows are the same blocks and masks as batches of 8 (dropout off).
   TempDir runs;

@@ -5,6 +5,7 @@
 #include "linformer/core/check.h"
 #include "linformer/core/clock.h"
 #include "linformer/core/rng.h"
+#include "linformer/kernels/matmul.h"
 #include "linformer/model/mlm_model.h"
 
 #include <fmt/format.h>
@@ -169,6 +170,7 @@ AttentionBenchResult bench_attention(const config::Recipe& recipe, const Attenti
   const ModelSpec base = ModelSpec::from_recipe(recipe);
   AttentionBenchResult r;
   r.threads = omp_get_max_threads();
+  r.precision = matmul_bf16_operands() ? "bf16" : "fp32";
   r.model = fmt::format("{} layers, d {}, heads {}, FFN {}, vocabulary {}, {}-LN", base.layers, base.d_model,
                         base.heads, base.ffn_dim, base.vocab_size, config::enum_name(base.norm));
   // A first guess for the time limit; each measured cell replaces it with its own rate.
@@ -207,10 +209,11 @@ std::string format_attention_table(const AttentionBenchResult& r, const Attentio
     return nullptr;
   };
   std::string text = fmt::format(
-      "Linformer (layerwise sharing) vs full attention, inference, {} threads; encoder: {}.\n"
-      "Cells: speed-up (time per sequence) / memory saving (activation memory per sequence).\n"
+      "Linformer (layerwise sharing) vs full attention, inference, {} threads, {} matmuls; encoder: {}.\n"
+      "Cells: speed-up (time per sequence) / memory saving (activation memory per sequence{}).\n"
       "Memory budget {:.1f} GiB, time limit {:.0f} s per cell.\n\n",
-      r.threads, r.model, static_cast<double>(o.memory_budget_bytes) / (1 << 30), o.time_limit_s);
+      r.threads, r.precision, r.model,
+      r.precision == "bf16" ? "; not counted: the bf16 copies of each matmul's operands, at most the two largest" : "", static_cast<double>(o.memory_budget_bytes) / (1 << 30), o.time_limit_s);
   text += grid("This machine", [&](int64_t n, int64_t k) -> std::string {
     const AttentionCell* lin = find_linformer(n, k);
     const AttentionCell* full = find_full(r, n);
@@ -247,7 +250,7 @@ std::string format_attention_table(const AttentionBenchResult& r, const Attentio
 std::string attention_csv(const AttentionBenchResult& r) {
   std::string csv =
       "n,k,attention,status,bytes_per_sequence,fixed_bytes,max_batch,timed_batch,passes,seconds_per_sequence,"
-      "estimated_seconds_per_sequence,gflops_per_s,speedup,memory_saving,paper_speedup,paper_memory_saving\n";
+      "estimated_seconds_per_sequence,gflops_per_s,speedup,memory_saving,paper_speedup,paper_memory_saving,precision\n";
   auto row = [&](const AttentionCell& c, const AttentionCell* full) {
     std::string speedup, memory, paper_speedup, paper_memory;
     if (full) {
@@ -260,12 +263,12 @@ std::string attention_csv(const AttentionBenchResult& r) {
       }
     }
     const bool measured = c.status == CellStatus::measured;
-    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{}\n", c.n, c.k, c.k ? "linformer" : "full",
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{}\n", c.n, c.k, c.k ? "linformer" : "full",
                        status_name(c.status), c.bytes_per_sequence, c.fixed_bytes, c.max_batch,
                        measured ? std::to_string(c.timed_batch) : "", measured ? std::to_string(c.passes) : "",
                        measured ? fmt::format("{:.6g}", c.seconds_per_sequence) : "",
                        c.estimated_seconds_per_sequence, measured ? fmt::format("{:.1f}", c.gflops_per_s) : "",
-                       speedup, memory, paper_speedup, paper_memory);
+                       speedup, memory, paper_speedup, paper_memory, r.precision);
   };
   for (const auto& c : r.full) row(c, nullptr);
   for (const auto& c : r.linformer) row(c, find_full(r, c.n));

@@ -155,7 +155,7 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
                         1e3 * times.backward_seconds[i] / timed_steps});
   r.bf16 = precision.bf16;
   r.precision_note = precision.note;
-  // Both probes under the strict fpmath mode (f32 really f32), then the run's mode again.
+  // The f32 probe with f32 operands (not rounded to bf16), then the run's precision again.
   select_matmul_precision(false);
   r.fp32_peak_gflops = measure_matmul_peak_gflops(MatmulOperands::f32);
   if (cpu_has_bf16()) r.bf16_peak_gflops = measure_matmul_peak_gflops(MatmulOperands::bf16);

@@ -21,6 +21,7 @@ struct BenchAttentionArgs {
   AttentionBenchOptions options;
   std::string memory_budget = "16GiB";
   std::string csv;
+  std::string precision = "fp32";
 };
 
 struct BenchTrainArgs {
@@ -128,7 +129,9 @@ void add_bench_command(CLI::App& app) {
   attention->add_option("--repeats", att->options.repeats, "Timed passes per cell after one warm-up pass (fewer if the time limit says so)")
       ->capture_default_str()->check(at_least(1));
   attention->add_option("--csv", att->csv, "Also write one row per cell to this CSV file");
+  add_precision_option(*attention, att->precision);
   attention->callback([att] {
+    use_precision(att->precision);
     const auto recipe = config::load_recipe(att->recipe.path, att->recipe.overrides);
     att->options.memory_budget_bytes = parse_memory_size(att->memory_budget);
     const AttentionBenchResult r = bench_attention(recipe, att->options, [](const AttentionCell& c) {

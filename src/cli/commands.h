@@ -20,6 +20,12 @@ struct RecipeArgs {
 // states a range up to 1.8e308 and lets fractions through).
 CLI::Validator at_least(long long lo);
 
+// --precision fp32|bf16, for the commands that only run the model forward (eval, fill-mask,
+// classify, bench attention): the precision of its matmuls. use_precision() selects it before
+// the model runs; bf16 on a CPU without avx512_bf16 warns and runs fp32.
+void add_precision_option(CLI::App& command, std::string& precision);
+void use_precision(const std::string& precision);
+
 void add_prepare_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);

@@ -33,7 +33,10 @@ void add_eval_command(CLI::App& app) {
       ->check(at_least(1));
   auto json_path = std::make_shared<std::string>();
   cmd->add_option("--json", *json_path, "Also write the result as JSON to this file");
-  cmd->callback([args, json_path] {
+  auto precision = std::make_shared<std::string>("fp32");
+  add_precision_option(*cmd, *precision);
+  cmd->callback([args, json_path, precision] {
+    use_precision(*precision);
     const EvalReport report = run_eval(*args);
     const auto& r = report.result;
     std::cout << fmt::format("{}: loss {:.4f} nats, perplexity {:.2f}, accuracy {:.4f} over {} masked tokens ({} batches)\n",
@@ -69,7 +72,10 @@ void add_fill_mask_command(CLI::App& app) {
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--top-k", args->top_k, "Predictions per mask")->capture_default_str()->check(at_least(1));
   cmd->add_option("text", args->texts, "Text with one or more <mask>, e.g. \"The <mask> sat on the mat.\"")->required();
-  cmd->callback([args] {
+  auto precision = std::make_shared<std::string>("fp32");
+  add_precision_option(*cmd, *precision);
+  cmd->callback([args, precision] {
+    use_precision(*precision);
     for (const auto& text : args->texts) {
       const auto masks = fill_mask(args->checkpoint, text, args->top_k);
       std::cout << text << "\n";

@@ -47,7 +47,12 @@ void add_classify_command(CLI::App& app) {
   cmd->add_option("--batch-size", options->batch_size, "Documents per forward pass")
       ->capture_default_str()
       ->check(at_least(1));
-  cmd->callback([options] { run_classify(*options, std::cout); });
+  auto precision = std::make_shared<std::string>("fp32");
+  add_precision_option(*cmd, *precision);
+  cmd->callback([options, precision] {
+    use_precision(*precision);
+    run_classify(*options, std::cout);
+  });
 }
 
 }  // namespace linformer::cli

@@ -1,6 +1,8 @@
 #include "commands.h"
+#include "linformer/kernels/context.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -18,6 +20,17 @@ CLI::Validator at_least(long long lo) {
         return {};
       },
       fmt::format("INT ≥ {}", lo));
+}
+
+void add_precision_option(CLI::App& command, std::string& precision) {
+  command.add_option("--precision", precision, "Matmul precision: fp32, or bf16 operands with f32 accumulation (needs avx512_bf16)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+}
+
+void use_precision(const std::string& precision) {
+  const MatmulPrecision selected = select_matmul_precision(precision == "bf16");
+  if (precision == "bf16" && !selected.bf16) spdlog::warn("{}", selected.note);
 }
 
 }  // namespace linformer::cli

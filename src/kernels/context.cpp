@@ -1,5 +1,7 @@
 #include "linformer/kernels/context.h"
 
+#include "linformer/kernels/matmul.h"
+
 #include <xmmintrin.h>
 
 #include <fmt/format.h>
@@ -27,11 +29,12 @@ bool cpu_has_bf16() {
 }
 
 MatmulPrecision select_matmul_precision(bool want_bf16) {
-  if (want_bf16 && cpu_has_bf16()) {
-    dnnl::set_default_fpmath_mode(dnnl::fpmath_mode::bf16);
-    return {true, "bf16 matmuls (f32 accumulation), fp32 weights, optimizer, LayerNorm, softmax and loss"};
-  }
+  // oneDNN 2.6's bf16 fpmath mode leaves f32 matmuls on f32 kernels on Zen 4, so the operands are
+  // converted explicitly (set_matmul_bf16_operands) and the mode stays strict.
   dnnl::set_default_fpmath_mode(dnnl::fpmath_mode::strict);
+  const bool bf16 = want_bf16 && cpu_has_bf16();
+  set_matmul_bf16_operands(bf16);
+  if (bf16) return {true, "bf16 matmuls (bf16 operands, f32 accumulation), fp32 weights, optimizer, LayerNorm, softmax and loss"};
   if (!want_bf16) return {false, "fp32"};
   return {false, fmt::format("train.precision = \"bf16\" needs a CPU with avx512_bf16 (oneDNN's ISA here: {}); "
                              "running in fp32",

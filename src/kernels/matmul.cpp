@@ -5,6 +5,8 @@
 #include "linformer/kernels/kernel_timing.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -142,22 +144,36 @@ void write_transposed(const float* t, TensorView<float> c, Accumulate mode) {
           out[i * ldc + j] = (add ? out[i * ldc + j] : 0.0f) + t[j * m + i];
 }
 
-// A grow-only buffer per calling thread, skewed like the workspace's tensors.
-float* transposed_scratch(int64_t numel) {
+// A grow-only buffer per calling thread and slot (a matmul's scratch roles), `skew` bytes past
+// an aligned start.
+void* thread_scratch(int slot, size_t bytes, size_t skew) {
   struct Free {
-    void operator()(float* p) const { std::free(p); }
+    void operator()(void* p) const { std::free(p); }
   };
-  thread_local std::unique_ptr<float, Free> storage;
-  thread_local int64_t capacity = 0;
-  const size_t skew = matmul_operand_skew_bytes() / sizeof(float);
-  if (numel > capacity) {
-    const size_t bytes = (static_cast<size_t>(numel) + skew) * sizeof(float);
-    storage.reset(static_cast<float*>(std::aligned_alloc(kArenaAlignment, (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment)));
-    LF_CHECK(storage != nullptr, "out of memory allocating a {}-value matmul scratch", numel);
-    capacity = numel;
+  constexpr int kSlots = 3;
+  thread_local std::array<std::unique_ptr<void, Free>, kSlots> storage;
+  thread_local std::array<size_t, kSlots> capacity{};
+  if (bytes > capacity[slot]) {
+    const size_t total = (bytes + skew + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+    storage[slot].reset(std::aligned_alloc(kArenaAlignment, total));
+    LF_CHECK(storage[slot] != nullptr, "out of memory allocating a {}-byte matmul scratch", bytes);
+    capacity[slot] = bytes;
   }
-  return storage.get() + skew;
+  return static_cast<char*>(storage[slot].get()) + skew;
 }
+
+enum ScratchSlot { kTransposed, kBf16A, kBf16B };
+
+float* transposed_scratch(int64_t numel) {
+  return static_cast<float*>(
+      thread_scratch(kTransposed, static_cast<size_t>(numel) * sizeof(float), matmul_operand_skew_bytes()));
+}
+
+bf16* bf16_scratch(ScratchSlot slot, int64_t numel) {
+  return static_cast<bf16*>(thread_scratch(slot, static_cast<size_t>(numel) * sizeof(bf16), 0));
+}
+
+std::atomic<bool> bf16_operands{false};
 
 }  // namespace
 
@@ -201,6 +217,11 @@ void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<flo
   const int rank = c.rank();
   const int64_t m = a.size(rank - 2), k = a.size(rank - 1), n = b.size(rank - 1);
   const KernelTimer timer(KernelKind::matmul, 2.0 * static_cast<double>(c.numel()) * static_cast<double>(k));
+  if (bf16_operands.load(std::memory_order_relaxed)) {
+    run_primitive(convert_to_bf16(a, bf16_scratch(kBf16A, a.numel())),
+                  convert_to_bf16(b, bf16_scratch(kBf16B, b.numel())), c, mode, bias);
+    return;
+  }
   if (computes_transposed(a, b, c, bias)) {
     const TensorView<float> t(transposed_scratch(m * n), Shape{n, m});
     run_primitive(b.transpose(0, 1), a.transpose(0, 1), t, Accumulate::overwrite, nullptr);
@@ -219,6 +240,14 @@ void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<float
   const KernelTimer timer(KernelKind::matmul, 2.0 * static_cast<double>(c.numel()) * static_cast<double>(k));
   run_primitive(a, b, c, mode, bias);
 }
+
+void set_matmul_bf16_operands(bool on) {
+  LF_CHECK(!on || cpu_has_bf16(), "bf16 matmul operands need a CPU with avx512_bf16 (oneDNN's ISA here: {})",
+           dnnl_cpu_isa_name());
+  bf16_operands.store(on);
+}
+
+bool matmul_bf16_operands() { return bf16_operands.load(); }
 
 std::map<std::string, size_t> matmul_implementations() {
   auto& cc = cache();

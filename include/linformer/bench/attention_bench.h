@@ -51,7 +51,8 @@ struct AttentionBenchResult {
   std::vector<AttentionCell> full;       // one per n
   std::vector<AttentionCell> linformer;  // one per (n, k < n)
   int threads = 0;
-  std::string model;  // the encoder's shape, for the report
+  std::string model;      // the encoder's shape, for the report
+  std::string precision;  // "fp32" or "bf16" (matmul operands; matmul_bf16_operands() when run)
 };
 
 // Runs the grid; `report` is called after every cell (progress lines).

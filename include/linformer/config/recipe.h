@@ -268,7 +268,7 @@ struct TrainConfig {
       at_least(int64_t{0}));
     v("max_minutes", max_minutes, 0.0, "Stop after this much wall time (0: no limit).", at_least(0.0));
     v("precision", precision, Precision::fp32,
-      "fp32, or bf16 mixed precision: bf16 matmuls with f32 accumulation (oneDNN's fpmath mode), fp32 master "
+      "fp32, or bf16 mixed precision: every matmul takes bf16 operands and accumulates in f32; fp32 master "
       "weights, optimizer, LayerNorm, softmax and loss. Needs avx512_bf16; without it the run warns and stays fp32.");
   }
 };

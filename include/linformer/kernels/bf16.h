@@ -3,6 +3,8 @@
 // type of the bf16 matmuls (matmul.h) on CPUs with avx512_bf16. Conversions round to nearest,
 // ties to even, as the CPU's vcvtneps2bf16 does; NaN stays NaN.
 
+#include "linformer/core/tensor.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -33,5 +35,10 @@ inline float to_float(bf16 x) {
 void convert_to_bf16(const float* in, bf16* out, size_t n);
 // out[i] = to_float(in[i]) for i < n, over the OpenMP threads.
 void convert_to_float(const bf16* in, float* out, size_t n);
+
+// A bf16 copy of a strided view, written densely into `out` (in.numel() values) in the view's own
+// axis order by stride, so a transpose stays a transpose and a head slice of a wider row becomes
+// a dense block: the returned view (same shape, new strides) is what a bf16 matmul reads.
+TensorView<const bf16> convert_to_bf16(TensorView<const float> in, bf16* out);
 
 }  // namespace linformer

@@ -22,15 +22,14 @@ class DnnlContext {
   dnnl::stream stream_;
 };
 
-// The matmul precision of a run. bf16: oneDNN may convert f32 matmul inputs to bf16 and
-// accumulates in f32 (its "fpmath mode"); weights, gradients, optimizer state, LayerNorm,
-// softmax and the loss stay fp32. Needs avx512_bf16; without it the run stays fp32.
+// The matmul precision of a run. bf16: every matmul takes bf16 operands and accumulates in f32
+// (matmul.h, set_matmul_bf16_operands); weights, gradients, optimizer state, LayerNorm, softmax
+// and the loss stay fp32. Needs avx512_bf16; without it the run stays fp32.
 struct MatmulPrecision {
   bool bf16 = false;  // in effect
   std::string note;   // what was chosen and why (a warning when bf16 was asked for and not possible)
 };
-// Sets the process-wide mode for matmul primitives built from now on (the primitive cache keys
-// on the mode, so a change never reuses a primitive built under the other).
+// Sets the process-wide precision of the matmuls run from now on.
 MatmulPrecision select_matmul_precision(bool want_bf16);
 bool cpu_has_bf16();
 

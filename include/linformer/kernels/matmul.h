@@ -26,6 +26,12 @@ void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<flo
 void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<float> c,
             Accumulate mode = Accumulate::overwrite, const float* bias = nullptr);
 
+// With bf16 operands on (train.precision = "bf16"), the f32 matmul above rounds both operands to
+// bf16 (convert_to_bf16, into a per-thread scratch) and runs the bf16 matmul: f32 accumulation,
+// f32 result. Process-wide, like the primitive cache; needs avx512_bf16 (else it fails).
+void set_matmul_bf16_operands(bool on);
+bool matmul_bf16_operands();
+
 // True where oneDNN runs f32 matmuls on its AVX2 sgemm (CPUs without AVX-512). Its speed
 // depends on operand placement (see the skew below) and orientation (see above).
 bool matmul_runs_avx2_sgemm();
