@@ -1,5 +1,7 @@
 #include "linformer/kernels/bf16.h"
 
+#include "linformer/kernels/kernel_timing.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -8,6 +10,7 @@
 namespace linformer {
 
 void convert_to_bf16(const float* in, bf16* out, size_t n) {
+  const KernelTimer timer(KernelKind::bf16_conversion);
   const auto count = static_cast<int64_t>(n);
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < count; ++i) out[i] = to_bf16(in[i]);
@@ -22,6 +25,7 @@ void convert_to_float(const bf16* in, float* out, size_t n) {
 TensorView<const bf16> convert_to_bf16(TensorView<const float> in, bf16* out) {
   const int rank = in.rank();
   LF_CHECK(rank >= 1, "a bf16 copy of a rank-0 view");
+  const KernelTimer timer(KernelKind::bf16_conversion);
   // Axes from the largest input stride to the smallest (ties keep their order): the output is
   // dense in that order, so its innermost axis is the input's innermost one.
   std::array<int, kMaxRank> order{};

@@ -216,12 +216,12 @@ void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<flo
   if (!check_matmul(a, b, c, mode, bias)) return;
   const int rank = c.rank();
   const int64_t m = a.size(rank - 2), k = a.size(rank - 1), n = b.size(rank - 1);
-  const KernelTimer timer(KernelKind::matmul, 2.0 * static_cast<double>(c.numel()) * static_cast<double>(k));
   if (bf16_operands.load(std::memory_order_relaxed)) {
-    run_primitive(convert_to_bf16(a, bf16_scratch(kBf16A, a.numel())),
-                  convert_to_bf16(b, bf16_scratch(kBf16B, b.numel())), c, mode, bias);
+    matmul(convert_to_bf16(a, bf16_scratch(kBf16A, a.numel())), convert_to_bf16(b, bf16_scratch(kBf16B, b.numel())),
+           c, mode, bias);
     return;
   }
+  const KernelTimer timer(KernelKind::matmul, 2.0 * static_cast<double>(c.numel()) * static_cast<double>(k));
   if (computes_transposed(a, b, c, bias)) {
     const TensorView<float> t(transposed_scratch(m * n), Shape{n, m});
     run_primitive(b.transpose(0, 1), a.transpose(0, 1), t, Accumulate::overwrite, nullptr);
@@ -239,6 +239,16 @@ void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<float
   const int64_t k = a.size(c.rank() - 1);
   const KernelTimer timer(KernelKind::matmul, 2.0 * static_cast<double>(c.numel()) * static_cast<double>(k));
   run_primitive(a, b, c, mode, bias);
+}
+
+void matmul(TensorView<const float> a, TensorView<const bf16> b, TensorView<float> c, Accumulate mode,
+            const float* bias) {
+  matmul(convert_to_bf16(a, bf16_scratch(kBf16A, a.numel())), b, c, mode, bias);
+}
+
+void matmul(TensorView<const bf16> a, TensorView<const float> b, TensorView<float> c, Accumulate mode,
+            const float* bias) {
+  matmul(a, convert_to_bf16(b, bf16_scratch(kBf16B, b.numel())), c, mode, bias);
 }
 
 void set_matmul_bf16_operands(bool on) {

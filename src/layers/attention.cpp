@@ -118,6 +118,10 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
   proj_f_ = projection(names.f);
   compress_first_ = compresses_input_first(spec);
   same_compression_ = shares_compression(spec);
+  // in_proj runs as one Linear unless the input is compressed first (then its slices run apart).
+  const Dim rows = Dim::rows(max_batch * n_);
+  if (!compress_first_) in_proj_.reserve_bf16_operands(ws, rows);
+  out_proj_.reserve_bf16_operands(ws, rows);
   // Caches (forward fills, backward reads) and backward scratch.
   const Dim B = Dim::batch(max_batch), T = Dim::tokens(n_), S = linformer_ ? Dim(K_) : T;
   const int64_t q_width = compress_first_ ? 1 : 3;

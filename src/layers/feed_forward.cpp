@@ -26,6 +26,8 @@ FeedForward::FeedForward(const ModelSpec& spec, const Parameters& params, Worksp
   // Backward needs GELU's input; inference applies GELU in place.
   act_ = ws.inference() ? pre_ : ws.reserve_cache(layer, "ffn.act", {Dim::rows(chunk_rows_), spec.ffn_dim});
   d_act_ = ws.reserve_backward("ffn.d_act", {Dim::rows(max_rows), spec.ffn_dim});
+  fc1_.reserve_bf16_operands(ws, Dim::rows(max_rows));
+  fc2_.reserve_bf16_operands(ws, Dim::rows(max_rows));
 }
 
 void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const Pass& pass) {

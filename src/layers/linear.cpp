@@ -8,22 +8,54 @@ Linear::Linear(const Parameters& params, const std::string& name)
     : w(params.value(name + ".weight")),
       b(params.value(name + ".bias")),
       dw(params.grad(name + ".weight")),
-      db(params.grad(name + ".bias")) {}
+      db(params.grad(name + ".bias")),
+      w_bf16(params.value_bf16_if_kept(name + ".weight")),
+      name_(name) {}
 
 void Linear::declare(ParameterTable& table, const std::string& name, int64_t out, int64_t in) {
   table.add(name + ".weight", Shape{out, in}, Init::normal, true);
   table.add(name + ".bias", Shape{out}, Init::zeros, false);
 }
 
+void Linear::reserve_bf16_operands(Workspace& ws, Dim rows) {
+  if (ws.inference() || w_bf16.data() == nullptr) return;
+  ws_ = &ws;
+  x_bf16_ = ws.reserve<bf16>(name_ + ".x_bf16", {rows, in()});
+  dy_bf16_ = ws.reserve_backward<bf16>("linear.dy_bf16", {rows, out()});
+}
+
+bool Linear::caches_bf16(TensorView<const float> x) const {
+  return x_bf16_ && x.is_contiguous() && matmul_bf16_operands();
+}
+
 void Linear::forward(TensorView<const float> x, TensorView<float> y, bool with_bias) const {
-  matmul(x, TensorView<const float>(w).transpose(0, 1), y, Accumulate::overwrite, with_bias ? b.data() : nullptr);
+  const float* bias = with_bias ? b.data() : nullptr;
+  if (caches_bf16(x)) {
+    const TensorView<bf16> x_bf16 = ws_->view(x_bf16_, Extents::rows(x.size(0)));  // (rows, in)
+    matmul(convert_to_bf16(x, x_bf16.data()), w_bf16.transpose(0, 1), y, Accumulate::overwrite, bias);
+  } else if (reads_bf16_copy(w_bf16)) {
+    matmul(x, w_bf16.transpose(0, 1), y, Accumulate::overwrite, bias);
+  } else {
+    matmul(x, TensorView<const float>(w).transpose(0, 1), y, Accumulate::overwrite, bias);
+  }
 }
 
 void Linear::backward(TensorView<const float> dy, TensorView<const float> x, TensorView<float> dx, Accumulate dx_mode,
                       bool with_bias) const {
-  if (!dx.empty()) matmul(dy, w, dx, dx_mode);
-  matmul(dy.transpose(0, 1), x, dw, Accumulate::add);
   if (with_bias) add_column_sums(dy.data(), dy.size(0), dy.size(1), dy.stride(0), db.data());
+  if (caches_bf16(x)) {
+    const Extents rows = Extents::rows(x.size(0));
+    const TensorView<const bf16> x_bf16 = ws_->view(x_bf16_, rows);  // (rows, in), written by forward
+    const TensorView<const bf16> dy_bf16 = convert_to_bf16(dy, ws_->view(dy_bf16_, rows).data());  // (rows, out)
+    if (!dx.empty()) matmul(dy_bf16, w_bf16, dx, dx_mode);
+    matmul(dy_bf16.transpose(0, 1), x_bf16, dw, Accumulate::add);
+    return;
+  }
+  if (!dx.empty()) {
+    if (reads_bf16_copy(w_bf16)) matmul(dy, w_bf16, dx, dx_mode);
+    else matmul(dy, w, dx, dx_mode);
+  }
+  matmul(dy.transpose(0, 1), x, dw, Accumulate::add);
 }
 
 }  // namespace linformer

@@ -25,7 +25,8 @@ MlmHead::MlmHead(const ModelSpec& spec, const Parameters& params, Workspace& ws,
       tokens_(params.value("embed.tokens")),
       d_tokens_(params.grad("embed.tokens")),
       bias_(params.value("mlm_head.bias")),
-      d_bias_(params.grad("mlm_head.bias")) {
+      d_bias_(params.grad("mlm_head.bias")),
+      tokens_bf16_(params.value_bf16_if_kept("embed.tokens")) {
   // A row per masked token: M = N of the call.
   const Dim M = Dim::rows(max_masked);
   const int64_t C = spec.d_model;
@@ -38,6 +39,9 @@ MlmHead::MlmHead(const ModelSpec& spec, const Parameters& params, Workspace& ws,
   logits_ = ws.reserve("head.logits", {M, spec.vocab_size});
   d_a_ = ws.reserve_backward("head.d_a", {M, C});
   d_b_ = ws.reserve_backward("head.d_b", {M, C});
+  dense_.reserve_bf16_operands(ws, M);
+  // bf16 path: the logits' gradient, the largest operand of the step, rounded once for both products.
+  if (tokens_bf16_.data() != nullptr) d_logits_bf16_ = ws.reserve_backward<bf16>("head.d_logits_bf16", {M, spec.vocab_size});
 }
 
 TensorView<float> MlmHead::logits(int64_t M) const { return ws_.view(logits_, Extents::rows(M)); }
@@ -52,7 +56,8 @@ CrossEntropyResult MlmHead::forward(TensorView<const float> x, const int32_t* po
   dense_.forward(z, pre);
   gelu_forward(pre.data(), act.data(), act.numel());
   ln_.forward(act, out, ws_.view(mean_, mc).data(), ws_.view(rstd_, mc).data());
-  matmul(out, TensorView<const float>(tokens_).transpose(0, 1), logits, Accumulate::overwrite, bias_.data());
+  if (reads_bf16_copy(tokens_bf16_)) matmul(out, tokens_bf16_.transpose(0, 1), logits, Accumulate::overwrite, bias_.data());
+  else matmul(out, TensorView<const float>(tokens_).transpose(0, 1), logits, Accumulate::overwrite, bias_.data());
   return cross_entropy(logits.data(), targets, M, V, grad_scale);
 }
 
@@ -64,9 +69,15 @@ void MlmHead::backward(TensorView<float> dx, const int32_t* positions, int64_t M
   const TensorView<float> d_a = ws_.view(d_a_, mc), d_b = ws_.view(d_b_, mc);
   // In the forward pass: logits = out tokensᵀ + bias. So d_out = d_logits tokens,
   // d_tokens += d_logitsᵀ out, d_bias += Σ_rows d_logits.
-  matmul(d_logits, tokens_, d_a);
-  matmul(d_logits.transpose(0, 1), out, d_tokens_, Accumulate::add);
   add_column_sums(d_logits.data(), M, d_logits.size(1), d_logits.size(1), d_bias_.data());
+  if (d_logits_bf16_ && reads_bf16_copy(tokens_bf16_)) {
+    const TensorView<const bf16> d_logits_bf16 = convert_to_bf16(d_logits, ws_.view(d_logits_bf16_, mc).data());
+    matmul(d_logits_bf16, tokens_bf16_, d_a);
+    matmul(d_logits_bf16.transpose(0, 1), out, d_tokens_, Accumulate::add);
+  } else {
+    matmul(d_logits, tokens_, d_a);
+    matmul(d_logits.transpose(0, 1), out, d_tokens_, Accumulate::add);
+  }
   // out = LN(act), act = GELU(pre), pre = dense(z).
   ln_.backward(d_a, act, ws_.view(mean_, mc).data(), ws_.view(rstd_, mc).data(), d_b);
   gelu_backward(d_b.data(), pre.data(), d_b.data(), d_b.numel());

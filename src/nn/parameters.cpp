@@ -1,6 +1,7 @@
 #include "linformer/nn/parameters.h"
 
 #include "linformer/core/rng.h"
+#include "linformer/kernels/matmul.h"
 
 #include <cmath>
 
@@ -15,7 +16,11 @@ ArenaLayout Parameters::layout_for(const std::vector<ParamSpec>& table) {
 }
 
 Parameters::Parameters(const ModelSpec& spec, const ParameterTable& table)
-    : spec_(spec), table_(table.entries()), values_(layout_for(table_)), grads_(layout_for(table_)) {}
+    : spec_(spec), table_(table.entries()), values_(layout_for(table_)), grads_(layout_for(table_)) {
+  // A model built while the matmuls take bf16 operands (train.precision = "bf16") gives its
+  // layers the weights' bf16 copies, so no step rounds a weight again.
+  if (matmul_bf16_operands()) keep_bf16_copies();
+}
 
 void Parameters::keep_bf16_copies() {
   if (bf16_values_) return;

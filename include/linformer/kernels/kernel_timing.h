@@ -9,7 +9,7 @@
 
 namespace linformer {
 
-enum class KernelKind { matmul, layer_norm, softmax, gelu, dropout, cross_entropy, reduce, count };
+enum class KernelKind { matmul, bf16_conversion, layer_norm, softmax, gelu, dropout, cross_entropy, reduce, count };
 inline constexpr int kKernelKinds = static_cast<int>(KernelKind::count);
 const char* kernel_name(KernelKind kind);
 

@@ -31,6 +31,11 @@ void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<float
 // f32 result. Process-wide, like the primitive cache; needs avx512_bf16 (else it fails).
 void set_matmul_bf16_operands(bool on);
 bool matmul_bf16_operands();
+// One operand already bf16 (a weight's bf16 copy), the other f32 and rounded as above.
+void matmul(TensorView<const float> a, TensorView<const bf16> b, TensorView<float> c,
+            Accumulate mode = Accumulate::overwrite, const float* bias = nullptr);
+void matmul(TensorView<const bf16> a, TensorView<const float> b, TensorView<float> c,
+            Accumulate mode = Accumulate::overwrite, const float* bias = nullptr);
 
 // True where oneDNN runs f32 matmuls on its AVX2 sgemm (CPUs without AVX-512). Its speed
 // depends on operand placement (see the skew below) and orientation (see above).

@@ -67,9 +67,14 @@ class Parameters {
   // "bf16"): element i of the copies is to_bf16(values().data()[i]), at the values' offsets.
   // Kept current by initialize(), load_weights() and AdamW::step (written in its pass, so an
   // update reads and writes the arena once); whoever else writes values calls values_changed().
+  // Parameters made while the matmuls take bf16 operands (matmul_bf16_operands()) keep them.
   void keep_bf16_copies();
   bf16* bf16_copies() const;  // nullptr unless keep_bf16_copies() was called
   TensorView<const bf16> value_bf16(const std::string& name) const;
+  // value_bf16(name) when the copies are kept, else an empty view.
+  TensorView<const bf16> value_bf16_if_kept(const std::string& name) const {
+    return bf16_values_ ? value_bf16(name) : TensorView<const bf16>();
+  }
   void values_changed() const;  // refreshes the bf16 copies, if kept
 
  private:

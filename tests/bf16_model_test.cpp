@@ -1,0 +1,156 @@
+// The model with bf16 matmul operands (train.precision = "bf16"): the layers read the weights'
+// bf16 copies, which must give exactly what rounding the f32 weights in every matmul gives, and
+// the whole pass stays close to fp32. Needs avx512_bf16 (skipped elsewhere, saying so).
+
+#include "linformer/kernels/context.h"
+#include "linformer/kernels/matmul.h"
+#include "linformer/layers/linear.h"
+#include "model_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace linformer {
+namespace {
+
+using testing::OwnedBatch;
+
+// Switches the matmuls to bf16 operands for a scope.
+struct Bf16Operands {
+  explicit Bf16Operands(bool on = true) { set_matmul_bf16_operands(on); }
+  ~Bf16Operands() { set_matmul_bf16_operands(false); }
+};
+
+struct PassResult {
+  double loss = 0;
+  std::vector<float> grads;
+};
+
+PassResult forward_backward(MlmModel& model, const OwnedBatch& batch) {
+  model.params().zero_grads();
+  const auto r = model.forward_backward(batch.view(), Pass{}, 1.0f);
+  const auto& g = model.params().grads();
+  return {r.loss_sum, std::vector<float>(g.data(), g.data() + g.numel())};
+}
+
+double cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ab += static_cast<double>(a[i]) * b[i];
+    aa += static_cast<double>(a[i]) * a[i];
+    bb += static_cast<double>(b[i]) * b[i];
+  }
+  return ab / std::sqrt(aa * bb);
+}
+
+// Linear on the bf16 path against what its products must give: f32 sums of exact products of
+// the bf16-rounded operands, and backward's dW from the input as forward rounded it.
+TEST(Bf16Linear, MatchesTheRoundedProductsAndBackwardReadsTheInputForwardRounded) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "no avx512_bf16 on this CPU (" << dnnl_cpu_isa_name() << ")";
+  const Bf16Operands on;
+  const int64_t rows = 7, in = 12, out = 9;
+  ParameterTable table;
+  Linear::declare(table, "fc", out, in);
+  Parameters params(testing::tiny_spec(), table);
+  ASSERT_NE(params.bf16_copies(), nullptr);
+  params.initialize(2);
+  Linear fc(params, "fc");
+  Workspace ws;
+  fc.reserve_bf16_operands(ws, Dim::rows(rows));
+  ws.allocate();
+  ASSERT_GT(ws.planned_bytes(), 0u) << "no bf16 caches reserved";
+
+  Rng rng(3);
+  std::vector<float> x(rows * in), dy(rows * out), y(rows * out), dx(rows * in);
+  for (auto& v : x) v = rng.normal();
+  for (auto& v : dy) v = rng.normal();
+  fc.forward(TensorView<const float>(x.data(), Shape{rows, in}), TensorView<float>(y.data(), Shape{rows, out}));
+  const std::vector<float> x_forward = x;
+  for (auto& v : x) v = 2 * v + 1;  // backward gets another x: the cached rounding of the first must be used
+  fc.backward(TensorView<const float>(dy.data(), Shape{rows, out}), TensorView<const float>(x.data(), Shape{rows, in}),
+              TensorView<float>(dx.data(), Shape{rows, in}));
+
+  auto r = [](float v) { return static_cast<double>(to_float(to_bf16(v))); };
+  const float* w = fc.w.data();
+  const float* bias = fc.b.data();
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t o = 0; o < out; ++o) {
+      double ref = bias[o], magnitude = 0;
+      for (int64_t p = 0; p < in; ++p) {
+        ref += r(x_forward[i * in + p]) * r(w[o * in + p]);
+        magnitude += std::abs(r(x_forward[i * in + p]) * r(w[o * in + p]));
+      }
+      ASSERT_NEAR(y[i * out + o], ref, 1e-6 * magnitude + 1e-6) << "y " << i << "," << o;
+    }
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t p = 0; p < in; ++p) {
+      double ref = 0, magnitude = 0;
+      for (int64_t o = 0; o < out; ++o) {
+        ref += r(dy[i * out + o]) * r(w[o * in + p]);
+        magnitude += std::abs(r(dy[i * out + o]) * r(w[o * in + p]));
+      }
+      ASSERT_NEAR(dx[i * in + p], ref, 1e-6 * magnitude + 1e-6) << "dx " << i << "," << p;
+    }
+  int differs_from_new_x = 0;
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t p = 0; p < in; ++p) {
+      double ref = 0, with_new_x = 0, magnitude = 0;
+      for (int64_t i = 0; i < rows; ++i) {
+        ref += r(dy[i * out + o]) * r(x_forward[i * in + p]);
+        with_new_x += r(dy[i * out + o]) * r(x[i * in + p]);
+        magnitude += std::abs(r(dy[i * out + o]) * r(x_forward[i * in + p]));
+      }
+      const float got = fc.dw.data()[o * in + p];
+      ASSERT_NEAR(got, ref, 1e-6 * magnitude + 1e-6) << "dW " << o << "," << p;
+      differs_from_new_x += std::abs(got - with_new_x) > 1e-3;
+    }
+  EXPECT_GT(differs_from_new_x, out * in / 2);
+}
+
+class Bf16Model : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Bf16Model, WeightCopiesGiveWhatRoundingTheWeightsGivesAndStayCloseToFp32) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "no avx512_bf16 on this CPU (" << dnnl_cpu_isa_name() << ")";
+  const ModelSpec spec = testing::tiny_spec(nlohmann::json::parse(GetParam()));
+  const OwnedBatch batch = testing::random_batch(16, {16, 11, 7}, spec.vocab_size, 5);
+
+  MlmModel fp32(spec, 3, 48);  // built with f32 operands: keeps no bf16 copies
+  fp32.params().initialize(9);
+  ASSERT_EQ(fp32.params().bf16_copies(), nullptr);
+  const PassResult exact = forward_backward(fp32, batch);
+
+  const Bf16Operands on;
+  MlmModel with_copies(spec, 3, 48);
+  ASSERT_NE(with_copies.params().bf16_copies(), nullptr) << "a model built for bf16 operands keeps no weight copies";
+  with_copies.params().initialize(9);
+  const PassResult copies = forward_backward(with_copies, batch);
+  const PassResult rounding = forward_backward(fp32, batch);  // bf16 operands, weights rounded in each matmul
+
+  // The copies are the rounded weights, so both paths feed the same kernels the same operands.
+  EXPECT_EQ(copies.loss, rounding.loss);
+  EXPECT_EQ(0, std::memcmp(copies.grads.data(), rounding.grads.data(), copies.grads.size() * sizeof(float)));
+  // bf16 really ran (the pass differs from fp32) and stays close to it.
+  EXPECT_NE(copies.loss, exact.loss);
+  EXPECT_NEAR(copies.loss / exact.loss, 1.0, 0.01);
+  EXPECT_GT(cosine(copies.grads, exact.grads), 0.999);
+
+  // The copies are what the layers read: zeroed, they change the pass; refreshed from the values
+  // (values_changed()), they give it back.
+  bf16* kept = with_copies.params().bf16_copies();
+  std::fill(kept, kept + with_copies.params().values().numel(), to_bf16(0.0f));
+  EXPECT_NE(forward_backward(with_copies, batch).loss, copies.loss);
+  with_copies.params().values_changed();
+  EXPECT_EQ(forward_backward(with_copies, batch).loss, copies.loss);
+}
+
+// Linformer (projections and in_proj slices), full attention, pre-LN, no sharing.
+INSTANTIATE_TEST_SUITE_P(Variants, Bf16Model,
+                         ::testing::Values(R"({})", R"({"attention": "full", "k_per_layer": []})",
+                                           R"({"norm": "pre", "sharing": "none"})"));
+
+}  // namespace
+}  // namespace linformer
