@@ -131,6 +131,13 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
     xc_e_ = ws.reserve_cache(layer, "attn.xc_e", {B, K_, C_});
     xc_f_ = same_compression_ ? xc_e_ : ws.reserve_cache(layer, "attn.xc_f", {B, K_, C_});
   }
+  if (in_proj_.w_bf16.data() != nullptr && !ws.inference()) {
+    qkv_bf16_ = ws.reserve_cache<bf16>(layer, "attn.qkv_bf16", {B, T, (linformer_ ? 1 : 3) * C_});
+    if (linformer_) kv_bf16_ = ws.reserve_cache<bf16>(layer, "attn.kv_bf16", {B, K_, 2 * C_});
+    probs_bf16_ = ws.reserve_cache<bf16>(layer, "attn.probs_bf16", {B, H_, T, S});
+    d_ctx_bf16_ = ws.reserve_backward<bf16>("attn.d_ctx_bf16", {B, T, C_});
+    d_probs_bf16_ = ws.reserve_backward<bf16>("attn.d_probs_bf16", {B, H_, T, S});
+  }
   probs_ = ws.reserve_cache(layer, "attn.probs", {B, H_, T, S});
   const bool dropout = spec.attention_dropout > 0 && !ws.inference();
   if (dropout) probs_dropped_ = ws.reserve_cache(layer, "attn.probs_dropped", {B, H_, T, S});
@@ -174,10 +181,22 @@ TensorView<const float> Attention::masked_input(const BatchGeometry& g, TensorVi
   return xm;
 }
 
-TensorView<float> Attention::heads(TensorView<float> x) const {
-  // (B, S, C) with any row stride -> (B, H, S, D): head h is columns [hD, (h+1)D).
-  return TensorView<float>(x.data(), Shape{x.size(0), H_, x.size(1), D_},
-                           Shape{x.stride(0), D_, x.stride(1), 1});
+bool Attention::runs_bf16() const { return qkv_bf16_ && matmul_bf16_operands(); }
+
+Attention::HeadsBf16 Attention::rounded_queries_keys_values(const Extents& e) const {
+  const TensorView<const bf16> qkv = ws_.view(qkv_bf16_, e);  // (B, T, 3C) or (B, T, C)
+  auto part = [&](TensorView<const bf16> v, int which) { return heads(v.slice(2, which * C_, (which + 1) * C_)); };
+  if (!linformer_) return {part(qkv, 0), part(qkv, 1), part(qkv, 2)};
+  const TensorView<const bf16> kv = ws_.view(kv_bf16_, e);  // (B, K, 2C)
+  return {heads(qkv), part(kv, 0), part(kv, 1)};
+}
+
+Attention::HeadsBf16 Attention::round_queries_keys_values(const Extents& e) const {
+  const TensorView<float> qkv = ws_.view(qkv_, e);
+  // Full attention rounds Q | K | V; Linformer Q (the first C columns of its buffer) and K̃ | Ṽ.
+  convert_to_bf16(linformer_ ? qkv.slice(2, 0, C_) : qkv, ws_.view(qkv_bf16_, e).data());
+  if (linformer_) convert_to_bf16(ws_.view(kv_, e), ws_.view(kv_bf16_, e).data());
+  return rounded_queries_keys_values(e);
 }
 
 // ---- Linformer compression ----------------------------------------------------------
@@ -372,7 +391,14 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   }
 
   // scores (B, H, T, S) = Q_h K_hᵀ, then softmax(scale · scores) over real keys.
-  matmul(queries, keys.transpose(2, 3), probs);
+  const bool rounds_bf16 = runs_bf16();
+  HeadsBf16 rounded;
+  if (rounds_bf16) {
+    rounded = round_queries_keys_values(e);
+    matmul(rounded.queries, rounded.keys.transpose(2, 3), probs);
+  } else {
+    matmul(queries, keys.transpose(2, 3), probs);
+  }
   softmax_forward(probs.data(), probs.data(), B * H_ * T, S, scale, linformer_ ? nullptr : key_valid, H_ * T);
 
   TensorView<float> used = probs;
@@ -381,7 +407,9 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
     dropout_apply(probs.data(), used.data(), used.numel(), spec_.attention_dropout, pass.seed,
                   dropout_stream(DropoutSite::attention_probs, layer_, pass));
   }
-  matmul(used, values, heads(ctx));  // ctx_h (B, H, T, D) = P_h V_h
+  // ctx_h (B, H, T, D) = P_h V_h
+  if (rounds_bf16) matmul(convert_to_bf16(used, ws_.view(probs_bf16_, e).data()), rounded.values, heads(ctx));
+  else matmul(used, values, heads(ctx));
   out_proj_.forward(ctx.reshape(Shape{B * T, C_}), y.reshape(Shape{B * T, C_}));
 }
 
@@ -423,16 +451,33 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   const TensorView<float> d_ctx_h = heads(d_ctx);
 
   // In the forward pass: ctx_h = P_used V_h. So dP_used = d_ctx_h V_hᵀ, dV_h = P_usedᵀ d_ctx_h.
-  matmul(d_ctx_h, values.transpose(2, 3), d_probs);
-  matmul(used.transpose(2, 3), d_ctx_h, d_values);
+  const bool rounds_bf16 = runs_bf16();
+  HeadsBf16 rounded;
+  TensorView<const bf16> used_bf16;
+  if (rounds_bf16) {
+    rounded = rounded_queries_keys_values(e);
+    used_bf16 = ws_.view(probs_bf16_, e);
+    const TensorView<const bf16> d_ctx_bf16 = heads(convert_to_bf16(d_ctx, ws_.view(d_ctx_bf16_, e).data()));
+    matmul(d_ctx_bf16, rounded.values.transpose(2, 3), d_probs);
+    matmul(used_bf16.transpose(2, 3), d_ctx_bf16, d_values);
+  } else {
+    matmul(d_ctx_h, values.transpose(2, 3), d_probs);
+    matmul(used.transpose(2, 3), d_ctx_h, d_values);
+  }
   if (dropped)  // P_used = dropout(P): the same mask on the gradient
     dropout_apply(d_probs.data(), d_probs.data(), d_probs.numel(), spec_.attention_dropout, pass.seed,
                   dropout_stream(DropoutSite::attention_probs, layer_, pass));
   // P = softmax(scale · Q Kᵀ): d_scores = scale · P ⊙ (dP - Σ dP P).
   softmax_backward(d_probs.data(), probs.data(), d_probs.data(), B * H_ * T, S, scale);
   // scores = Q_h K_hᵀ: dQ_h = d_scores K_h, dK_h = d_scoresᵀ Q_h.
-  matmul(d_probs, keys, heads(qkv_part(d_qkv, 0)));
-  matmul(d_probs.transpose(2, 3), heads(qkv_part(qkv, 0)), d_keys);
+  if (rounds_bf16) {
+    const TensorView<const bf16> d_probs_bf16 = convert_to_bf16(d_probs, ws_.view(d_probs_bf16_, e).data());
+    matmul(d_probs_bf16, rounded.keys, heads(qkv_part(d_qkv, 0)));
+    matmul(d_probs_bf16.transpose(2, 3), rounded.queries, d_keys);
+  } else {
+    matmul(d_probs, keys, heads(qkv_part(d_qkv, 0)));
+    matmul(d_probs.transpose(2, 3), heads(qkv_part(qkv, 0)), d_keys);
+  }
 
   if (!linformer_) {
     in_proj_.backward(d_qkv.reshape(Shape{B * T, 3 * C_}), x2, dx2);

@@ -75,7 +75,20 @@ class Attention {
   TensorView<float> kv_part(TensorView<float> kv, int which) const;
   static TensorView<float> flat(TensorView<float> x);
   // (B, T or K, C) as per-head (B, H, T or K, D), no copy.
-  TensorView<float> heads(TensorView<float> x) const;
+  template <class T>
+  TensorView<T> heads(TensorView<T> x) const {
+    // Head h is columns [hD, (h+1)D) of every row, whatever the row stride.
+    return TensorView<T>(x.data(), Shape{x.size(0), H_, x.size(1), D_}, Shape{x.stride(0), D_, x.stride(1), 1});
+  }
+
+  // The bf16 path's operands of the attention products, per head (B, H, T or S, D): views of the
+  // bf16 caches that forward fills (round_queries_keys_values).
+  struct HeadsBf16 {
+    TensorView<const bf16> queries, keys, values;
+  };
+  HeadsBf16 round_queries_keys_values(const Extents& e) const;
+  HeadsBf16 rounded_queries_keys_values(const Extents& e) const;
+  bool runs_bf16() const;
 
   const ModelSpec& spec_;
   const Workspace& ws_;
@@ -94,6 +107,11 @@ class Attention {
   // Backward scratch (shared by all layers): d_ctx (B,T,C), reused at the end for d(real ⊙ x);
   // d_probs (B,H,T,S); d_qkv (B,T,3C) or (B,T,C); d_kv (B,K,2C); d_xc_e, d_xc_f (B,K,C).
   Buffer<float> d_ctx_, d_probs_, d_qkv_, d_kv_, d_xc_e_, d_xc_f_;
+  // The bf16 path (training, parameters with bf16 copies): what the four attention products read
+  // twice, rounded once. Caches: Q | K | V (B,T,3C) for full attention, else Q (B,T,C) and
+  // K̃ | Ṽ (B,K,2C); the used probabilities (B,H,T,S). Backward scratch: d_ctx (B,T,C),
+  // d_probs (B,H,T,S).
+  Buffer<bf16> qkv_bf16_, kv_bf16_, probs_bf16_, d_ctx_bf16_, d_probs_bf16_;
 };
 
 }  // namespace linformer
