@@ -252,7 +252,7 @@ void matmul(TensorView<const bf16> a, TensorView<const float> b, TensorView<floa
 }
 
 void set_matmul_bf16_operands(bool on) {
-  LF_CHECK(!on || cpu_has_bf16(), "bf16 matmul operands need a CPU with avx512_bf16 (oneDNN's ISA here: {})",
+  LF_CHECK(!on || cpu_has_bf16(), "bf16 matmul operands: needs a CPU with avx512_bf16 (oneDNN's ISA here: {})",
            dnnl_cpu_isa_name());
   bf16_operands.store(on);
 }
