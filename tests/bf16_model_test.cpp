@@ -113,7 +113,7 @@ TEST(Bf16Linear, MatchesTheRoundedProductsAndBackwardReadsTheInputForwardRounded
 
 class Bf16Model : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(Bf16Model, WeightCopiesGiveWhatRoundingTheWeightsGivesAndStayCloseToFp32) {
+TEST_P(Bf16Model, WeightCopiesGiveWhatRoundingTheWeightsGivesInTrainingAndInferenceAndStayCloseToFp32) {
   if (!cpu_has_bf16()) GTEST_SKIP() << "no avx512_bf16 on this CPU (" << dnnl_cpu_isa_name() << ")";
   const ModelSpec spec = testing::tiny_spec(nlohmann::json::parse(GetParam()));
   const OwnedBatch batch = testing::random_batch(16, {16, 11, 7}, spec.vocab_size, 5);
@@ -137,6 +137,11 @@ TEST_P(Bf16Model, WeightCopiesGiveWhatRoundingTheWeightsGivesAndStayCloseToFp32)
   EXPECT_NE(copies.loss, exact.loss);
   EXPECT_NEAR(copies.loss / exact.loss, 1.0, 0.01);
   EXPECT_GT(cosine(copies.grads, exact.grads), 0.999);
+
+  // An inference model (its own workspace plan, bf16 caches shared by the layers) gives the same.
+  MlmModel inference(spec, 3, 48, WorkspaceUse::inference);
+  inference.params().initialize(9);
+  EXPECT_EQ(inference.forward(batch.view(), Pass{}).loss_sum, copies.loss);
 
   // The copies are what the layers read: zeroed, they change the pass; refreshed from the values
   // (values_changed()), they give it back.

@@ -213,7 +213,8 @@ std::string format_attention_table(const AttentionBenchResult& r, const Attentio
       "Cells: speed-up (time per sequence) / memory saving (activation memory per sequence{}).\n"
       "Memory budget {:.1f} GiB, time limit {:.0f} s per cell.\n\n",
       r.threads, r.precision, r.model,
-      r.precision == "bf16" ? "; not counted: the bf16 copies of each matmul's operands, at most the two largest" : "", static_cast<double>(o.memory_budget_bytes) / (1 << 30), o.time_limit_s);
+      r.precision == "bf16" ? "; bf16 copies of the attention's operands included, of the linear layers' inputs (a "
+                              "chunk of rows at most) not" : "", static_cast<double>(o.memory_budget_bytes) / (1 << 30), o.time_limit_s);
   text += grid("This machine", [&](int64_t n, int64_t k) -> std::string {
     const AttentionCell* lin = find_linformer(n, k);
     const AttentionCell* full = find_full(r, n);

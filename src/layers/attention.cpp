@@ -131,7 +131,7 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
     xc_e_ = ws.reserve_cache(layer, "attn.xc_e", {B, K_, C_});
     xc_f_ = same_compression_ ? xc_e_ : ws.reserve_cache(layer, "attn.xc_f", {B, K_, C_});
   }
-  if (in_proj_.w_bf16.data() != nullptr && !ws.inference()) {
+  if (in_proj_.w_bf16.data() != nullptr) {  // in inference too, so the workspace plan counts them
     qkv_bf16_ = ws.reserve_cache<bf16>(layer, "attn.qkv_bf16", {B, T, (linformer_ ? 1 : 3) * C_});
     if (linformer_) kv_bf16_ = ws.reserve_cache<bf16>(layer, "attn.kv_bf16", {B, K_, 2 * C_});
     probs_bf16_ = ws.reserve_cache<bf16>(layer, "attn.probs_bf16", {B, H_, T, S});

@@ -107,8 +107,9 @@ class Attention {
   // Backward scratch (shared by all layers): d_ctx (B,T,C), reused at the end for d(real ⊙ x);
   // d_probs (B,H,T,S); d_qkv (B,T,3C) or (B,T,C); d_kv (B,K,2C); d_xc_e, d_xc_f (B,K,C).
   Buffer<float> d_ctx_, d_probs_, d_qkv_, d_kv_, d_xc_e_, d_xc_f_;
-  // The bf16 path (training, parameters with bf16 copies): what the four attention products read
-  // twice, rounded once. Caches: Q | K | V (B,T,3C) for full attention, else Q (B,T,C) and
+  // The bf16 path (parameters with bf16 copies): what the four attention products read twice,
+  // rounded once (in inference, where they are read once, they keep the rounded operands in the
+  // workspace and its plan, not in the matmul's scratch). Caches: Q | K | V (B,T,3C) for full attention, else Q (B,T,C) and
   // K̃ | Ṽ (B,K,2C); the used probabilities (B,H,T,S). Backward scratch: d_ctx (B,T,C),
   // d_probs (B,H,T,S).
   Buffer<bf16> qkv_bf16_, kv_bf16_, probs_bf16_, d_ctx_bf16_, d_probs_bf16_;
