@@ -93,7 +93,9 @@ TEST_F(TrainTest, Bf16TrainsCloseToFp32AndEvaluatesInEitherPrecision) {
     const std::string json = (runs.path() / ("eval_" + precision + ".json")).string();
     const auto r = testing::run_linformer("eval --checkpoint " + checkpoint + " --precision " + precision + " --json " + json);
     EXPECT_EQ(r.exit_code, 0) << r.output;
-    return nlohmann::json::parse(read_file(json))["perplexity"].get<double>();
+    const auto j = nlohmann::json::parse(read_file(json));
+    EXPECT_EQ(j["precision"], precision);
+    return j["perplexity"].get<double>();
   };
   const double eval_fp32 = perplexity("fp32"), eval_bf16 = perplexity("bf16");
   EXPECT_NE(eval_fp32, eval_bf16);

@@ -2,6 +2,7 @@
 #include "linformer/infer/inference.h"
 
 #include "linformer/core/fs.h"
+#include "linformer/kernels/matmul.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -48,7 +49,8 @@ void add_eval_command(CLI::App& app) {
     if (!json_path->empty()) {
       nlohmann::json j = {{"source", report.source}, {"checkpoint", report.checkpoint}, {"loss", r.loss()},
                           {"perplexity", r.perplexity()}, {"accuracy", r.accuracy()}, {"masked", r.masked},
-                          {"batches", r.batches}, {"tokens", r.tokens}};
+                          {"batches", r.batches}, {"tokens", r.tokens},
+                          {"precision", matmul_bf16_operands() ? "bf16" : "fp32"}};
       if (report.has_unigram) {
         j["unigram_perplexity"] = r.unigram_perplexity();
         j["ratio_to_unigram"] = r.perplexity() / r.unigram_perplexity();
