@@ -32,7 +32,7 @@ struct PassResult {
 
 PassResult forward_backward(MlmModel& model, const OwnedBatch& batch) {
   model.params().zero_grads();
-  const auto r = model.forward_backward(batch.view(), Pass{}, 1.0f);
+  const auto r = model.forward_backward(batch.view(), Pass{true, 7, 1}, 1.0f);  // dropout on, where the spec has it
   const auto& g = model.params().grads();
   return {r.loss_sum, std::vector<float>(g.data(), g.data() + g.numel())};
 }
@@ -141,7 +141,7 @@ TEST_P(Bf16Model, WeightCopiesGiveWhatRoundingTheWeightsGivesInTrainingAndInfere
   // An inference model (its own workspace plan, bf16 caches shared by the layers) gives the same.
   MlmModel inference(spec, 3, 48, WorkspaceUse::inference);
   inference.params().initialize(9);
-  EXPECT_EQ(inference.forward(batch.view(), Pass{}).loss_sum, copies.loss);
+  EXPECT_EQ(inference.forward(batch.view(), Pass{}).loss_sum, with_copies.forward(batch.view(), Pass{}).loss_sum);
 
   // The copies are what the layers read: zeroed, they change the pass; refreshed from the values
   // (values_changed()), they give it back.
@@ -152,10 +152,12 @@ TEST_P(Bf16Model, WeightCopiesGiveWhatRoundingTheWeightsGivesInTrainingAndInfere
   EXPECT_EQ(forward_backward(with_copies, batch).loss, copies.loss);
 }
 
-// Linformer (projections and in_proj slices), full attention, pre-LN, no sharing.
+// Linformer (projections and in_proj slices), full attention, pre-LN, no sharing; and with every
+// dropout on (the feed-forward then rounds GELU's output in a pass of its own, not in GELU).
 INSTANTIATE_TEST_SUITE_P(Variants, Bf16Model,
                          ::testing::Values(R"({})", R"({"attention": "full", "k_per_layer": []})",
-                                           R"({"norm": "pre", "sharing": "none"})"));
+                                           R"({"norm": "pre", "sharing": "none"})",
+                                           R"({"dropout": 0.1, "attention_dropout": 0.1, "activation_dropout": 0.1})"));
 
 }  // namespace
 }  // namespace linformer

@@ -10,22 +10,42 @@ namespace linformer {
 namespace {
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+
+inline float gelu(float x) { return 0.5f * x * (1.0f + fast_erf(x * kInvSqrt2)); }
+
+// In the forward pass: y = x Φ(x). So dy/dx = Φ(x) + x φ(x), φ the normal density.
+inline float gelu_derivative(float x) {
+  const float cdf = 0.5f * (1.0f + fast_erf(x * kInvSqrt2));
+  const float pdf = kInvSqrt2Pi * fast_exp(-0.5f * x * x);
+  return cdf + x * pdf;
+}
 }  // namespace
 
 void gelu_forward(const float* x, float* y, int64_t n) {
   const KernelTimer timer(KernelKind::gelu);
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + fast_erf(x[i] * kInvSqrt2));
+  for (int64_t i = 0; i < n; ++i) y[i] = gelu(x[i]);
 }
 
 void gelu_backward(const float* dy, const float* x, float* dx, int64_t n) {
   const KernelTimer timer(KernelKind::gelu);
-  // In the forward pass: y = x Φ(x). So dy/dx = Φ(x) + x φ(x), φ the normal density.
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_derivative(x[i]);
+}
+
+void gelu_forward_bf16(const float* x, bf16* y, int64_t n) {
+  const KernelTimer timer(KernelKind::gelu);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) y[i] = to_bf16(gelu(x[i]));
+}
+
+void gelu_backward_bf16(const float* dy, const float* x, float* dx, bf16* dx_bf16, int64_t n) {
+  const KernelTimer timer(KernelKind::gelu);
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) {
-    const float cdf = 0.5f * (1.0f + fast_erf(x[i] * kInvSqrt2));
-    const float pdf = kInvSqrt2Pi * fast_exp(-0.5f * x[i] * x[i]);
-    dx[i] = dy[i] * (cdf + x[i] * pdf);
+    const float d = dy[i] * gelu_derivative(x[i]);
+    dx[i] = d;
+    dx_bf16[i] = to_bf16(d);
   }
 }
 

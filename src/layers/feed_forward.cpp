@@ -37,6 +37,14 @@ void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const 
     const int64_t end = std::min(total, begin + chunk_rows_), rows = end - begin;
     const TensorView<float> pre = ws_.view(pre_, Extents::rows(rows)), act = ws_.view(act_, Extents::rows(rows));
     fc1_.forward(x.slice(0, begin, end), pre);
+    // bf16 path without activation dropout: GELU writes fc2's bf16 operand itself.
+    const TensorView<bf16> act_bf16 = fc2_.input_bf16(rows);  // (rows, F)
+    fused_bf16_ = act_bf16.data() != nullptr && !(pass.training && activation_dropout_ > 0);
+    if (fused_bf16_) {
+      gelu_forward_bf16(pre.data(), act_bf16.data(), act_bf16.numel());
+      fc2_.forward_rounded(y.slice(0, begin, end));
+      continue;
+    }
     gelu_forward(pre.data(), act.data(), act.numel());
     if (pass.training)
       dropout_apply(act.data(), act.data(), act.numel(), activation_dropout_, pass.seed,
@@ -50,6 +58,12 @@ void FeedForward::backward(TensorView<const float> x, TensorView<const float> dy
   const Extents r = Extents::rows(x.size(0));
   const TensorView<float> pre = ws_.view(pre_, r), act = ws_.view(act_, r), d_act = ws_.view(d_act_, r);
   // In the forward pass: y = fc2(act), act = dropout(gelu(pre)), pre = fc1(x).
+  if (fused_bf16_) {  // act exists only as fc2's bf16 input (fc2 reads that, not act); no dropout
+    fc2_.backward(dy, act, d_act);
+    gelu_backward_bf16(d_act.data(), pre.data(), d_act.data(), fc1_.output_gradient_bf16(r.N).data(), d_act.numel());
+    fc1_.backward_rounded(d_act, dx);
+    return;
+  }
   fc2_.backward(dy, act, d_act);
   if (pass.training)
     dropout_apply(d_act.data(), d_act.data(), d_act.numel(), activation_dropout_, pass.seed,

@@ -28,11 +28,36 @@ bool Linear::caches_bf16(TensorView<const float> x) const {
   return x_bf16_ && x.is_contiguous() && matmul_bf16_operands();
 }
 
+TensorView<bf16> Linear::input_bf16(int64_t rows) const {
+  return x_bf16_ && matmul_bf16_operands() ? ws_->view(x_bf16_, Extents::rows(rows)) : TensorView<bf16>();
+}
+
+TensorView<bf16> Linear::output_gradient_bf16(int64_t rows) const {
+  return x_bf16_ && matmul_bf16_operands() ? ws_->view(dy_bf16_, Extents::rows(rows)) : TensorView<bf16>();
+}
+
+void Linear::forward_rounded(TensorView<float> y, bool with_bias) const {
+  const TensorView<const bf16> x_bf16 = input_bf16(y.size(0));  // (rows, in), written by the caller
+  LF_CHECK(x_bf16.data() != nullptr, "{}: forward from a bf16 input without bf16 caches", name_);
+  matmul(x_bf16, w_bf16.transpose(0, 1), y, Accumulate::overwrite, with_bias ? b.data() : nullptr);
+}
+
+void Linear::backward_rounded(TensorView<const float> dy, TensorView<float> dx, Accumulate dx_mode,
+                              bool with_bias) const {
+  const int64_t rows = dy.size(0);
+  const TensorView<const bf16> x_bf16 = input_bf16(rows);               // (rows, in), from forward
+  const TensorView<const bf16> dy_bf16 = output_gradient_bf16(rows);    // (rows, out), from the caller
+  LF_CHECK(x_bf16.data() != nullptr, "{}: backward from a bf16 gradient without bf16 caches", name_);
+  if (with_bias) add_column_sums(dy.data(), dy.size(0), dy.size(1), dy.stride(0), db.data());
+  if (!dx.empty()) matmul(dy_bf16, w_bf16, dx, dx_mode);
+  matmul(dy_bf16.transpose(0, 1), x_bf16, dw, Accumulate::add);
+}
+
 void Linear::forward(TensorView<const float> x, TensorView<float> y, bool with_bias) const {
   const float* bias = with_bias ? b.data() : nullptr;
   if (caches_bf16(x)) {
-    const TensorView<bf16> x_bf16 = ws_->view(x_bf16_, Extents::rows(x.size(0)));  // (rows, in)
-    matmul(convert_to_bf16(x, x_bf16.data()), w_bf16.transpose(0, 1), y, Accumulate::overwrite, bias);
+    convert_to_bf16(x, input_bf16(x.size(0)).data());
+    forward_rounded(y, with_bias);
   } else if (reads_bf16_copy(w_bf16)) {
     matmul(x, w_bf16.transpose(0, 1), y, Accumulate::overwrite, bias);
   } else {
@@ -42,15 +67,12 @@ void Linear::forward(TensorView<const float> x, TensorView<float> y, bool with_b
 
 void Linear::backward(TensorView<const float> dy, TensorView<const float> x, TensorView<float> dx, Accumulate dx_mode,
                       bool with_bias) const {
-  if (with_bias) add_column_sums(dy.data(), dy.size(0), dy.size(1), dy.stride(0), db.data());
-  if (caches_bf16(x)) {
-    const Extents rows = Extents::rows(x.size(0));
-    const TensorView<const bf16> x_bf16 = ws_->view(x_bf16_, rows);  // (rows, in), written by forward
-    const TensorView<const bf16> dy_bf16 = convert_to_bf16(dy, ws_->view(dy_bf16_, rows).data());  // (rows, out)
-    if (!dx.empty()) matmul(dy_bf16, w_bf16, dx, dx_mode);
-    matmul(dy_bf16.transpose(0, 1), x_bf16, dw, Accumulate::add);
+  if (caches_bf16(x) && dy.stride(1) == 1) {  // rows of dy rounded into the (rows, out) scratch
+    convert_to_bf16(dy, output_gradient_bf16(x.size(0)).data());
+    backward_rounded(dy, dx, dx_mode, with_bias);
     return;
   }
+  if (with_bias) add_column_sums(dy.data(), dy.size(0), dy.size(1), dy.stride(0), db.data());
   if (!dx.empty()) {
     if (reads_bf16_copy(w_bf16)) matmul(dy, w_bf16, dx, dx_mode);
     else matmul(dy, w, dx, dx_mode);

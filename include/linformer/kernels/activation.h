@@ -1,6 +1,8 @@
 #pragma once
 // Exact GELU, x · Φ(x) with Φ the standard normal CDF (erf form), elementwise.
 
+#include "linformer/kernels/bf16.h"
+
 #include <cstdint>
 
 namespace linformer {
@@ -10,6 +12,11 @@ void gelu_forward(const float* x, float* y, int64_t n);
 
 // dx = dy * gelu'(x); overwrites dx (may alias dy).
 void gelu_backward(const float* dy, const float* x, float* dx, int64_t n);
+
+// The bf16 path, fused: y = to_bf16(gelu(x)), the next matmul's operand, without an f32 result;
+// and gelu_backward writing dx's bf16 rounding beside dx in the same pass.
+void gelu_forward_bf16(const float* x, bf16* y, int64_t n);
+void gelu_backward_bf16(const float* dy, const float* x, float* dx, bf16* dx_bf16, int64_t n);
 
 // y = tanh(x), elementwise; y may alias x.
 void tanh_forward(const float* x, float* y, int64_t n);

@@ -41,6 +41,17 @@ struct Linear {
   void backward(TensorView<const float> dy, TensorView<const float> x, TensorView<float> dx,
                 Accumulate dx_mode = Accumulate::overwrite, bool with_bias = true) const;
 
+  // Fused producers on the bf16 path: a kernel that makes x writes its bf16 rounding straight
+  // into input_bf16(rows), then forward_rounded(y) multiplies it (no f32 x needed, then or in
+  // backward); a kernel that makes dy writes it and its rounding, output_gradient_bf16(rows),
+  // then backward_rounded(dy, dx) (dy in f32 for the bias gradient). Both views are empty
+  // (null data) unless this Linear keeps bf16 caches and the matmuls take bf16 operands.
+  TensorView<bf16> input_bf16(int64_t rows) const;
+  void forward_rounded(TensorView<float> y, bool with_bias = true) const;
+  TensorView<bf16> output_gradient_bf16(int64_t rows) const;
+  void backward_rounded(TensorView<const float> dy, TensorView<float> dx, Accumulate dx_mode = Accumulate::overwrite,
+                        bool with_bias = true) const;
+
  private:
   // True when x (contiguous) goes through the bf16 caches.
   bool caches_bf16(TensorView<const float> x) const;
