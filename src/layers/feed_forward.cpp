@@ -23,11 +23,14 @@ FeedForward::FeedForward(const ModelSpec& spec, const Parameters& params, Worksp
   chunk_rows_ = ws.inference() ? std::min(max_rows, kInferenceChunkRows) : max_rows;
   // (rows, F): the rows of a chunk (all of the batch's B·T rows when training).
   pre_ = ws.reserve_cache(layer, "ffn.pre", {Dim::rows(chunk_rows_), spec.ffn_dim});
-  // Backward needs GELU's input; inference applies GELU in place.
-  act_ = ws.inference() ? pre_ : ws.reserve_cache(layer, "ffn.act", {Dim::rows(chunk_rows_), spec.ffn_dim});
   d_act_ = ws.reserve_backward("ffn.d_act", {Dim::rows(max_rows), spec.ffn_dim});
   fc1_.reserve_bf16_operands(ws, Dim::rows(max_rows));
   fc2_.reserve_bf16_operands(ws, Dim::rows(max_rows));
+  // Backward needs GELU's input; inference applies GELU in place. On the bf16 path without
+  // activation dropout GELU's output exists only in bf16, in fc2's cache: no f32 buffer for it.
+  const bool only_bf16 = fc2_.keeps_bf16_caches() && activation_dropout_ == 0;
+  if (ws.inference()) act_ = pre_;
+  else if (!only_bf16) act_ = ws.reserve_cache(layer, "ffn.act", {Dim::rows(chunk_rows_), spec.ffn_dim});
 }
 
 void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const Pass& pass) {
@@ -35,7 +38,7 @@ void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const 
   LF_CHECK(!pass.training || total <= chunk_rows_, "feed-forward training pass of {} rows, built for {}", total, chunk_rows_);
   for (int64_t begin = 0; begin < total; begin += chunk_rows_) {
     const int64_t end = std::min(total, begin + chunk_rows_), rows = end - begin;
-    const TensorView<float> pre = ws_.view(pre_, Extents::rows(rows)), act = ws_.view(act_, Extents::rows(rows));
+    const TensorView<float> pre = ws_.view(pre_, Extents::rows(rows));
     fc1_.forward(x.slice(0, begin, end), pre);
     // bf16 path without activation dropout: GELU writes fc2's bf16 operand itself.
     const TensorView<bf16> act_bf16 = fc2_.input_bf16(rows);  // (rows, F)
@@ -45,6 +48,8 @@ void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const 
       fc2_.forward_rounded(y.slice(0, begin, end));
       continue;
     }
+    LF_CHECK(act_, "layer {}: this feed-forward was built for bf16 matmuls, which are now off", layer_);
+    const TensorView<float> act = ws_.view(act_, Extents::rows(rows));
     gelu_forward(pre.data(), act.data(), act.numel());
     if (pass.training)
       dropout_apply(act.data(), act.data(), act.numel(), activation_dropout_, pass.seed,
@@ -56,14 +61,16 @@ void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const 
 void FeedForward::backward(TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx,
                            const Pass& pass) {
   const Extents r = Extents::rows(x.size(0));
-  const TensorView<float> pre = ws_.view(pre_, r), act = ws_.view(act_, r), d_act = ws_.view(d_act_, r);
+  const TensorView<float> pre = ws_.view(pre_, r), d_act = ws_.view(d_act_, r);
   // In the forward pass: y = fc2(act), act = dropout(gelu(pre)), pre = fc1(x).
-  if (fused_bf16_) {  // act exists only as fc2's bf16 input (fc2 reads that, not act); no dropout
-    fc2_.backward(dy, act, d_act);
+  if (fused_bf16_) {  // act exists only as fc2's bf16 input; no dropout
+    convert_to_bf16(dy, fc2_.output_gradient_bf16(r.N).data());
+    fc2_.backward_rounded(dy, d_act);
     gelu_backward_bf16(d_act.data(), pre.data(), d_act.data(), fc1_.output_gradient_bf16(r.N).data(), d_act.numel());
     fc1_.backward_rounded(d_act, dx);
     return;
   }
+  const TensorView<float> act = ws_.view(act_, r);
   fc2_.backward(dy, act, d_act);
   if (pass.training)
     dropout_apply(d_act.data(), d_act.data(), d_act.numel(), activation_dropout_, pass.seed,

@@ -46,6 +46,7 @@ struct Linear {
   // backward); a kernel that makes dy writes it and its rounding, output_gradient_bf16(rows),
   // then backward_rounded(dy, dx) (dy in f32 for the bias gradient). Both views are empty
   // (null data) unless this Linear keeps bf16 caches and the matmuls take bf16 operands.
+  bool keeps_bf16_caches() const { return static_cast<bool>(x_bf16_); }
   TensorView<bf16> input_bf16(int64_t rows) const;
   void forward_rounded(TensorView<float> y, bool with_bias = true) const;
   TensorView<bf16> output_gradient_bf16(int64_t rows) const;
