@@ -364,7 +364,6 @@ def report(experiments, args, log):
             json.dump(summaries, f, indent=2)
             f.write("\n")
         log(f"{experiment}: {len(done)} of {len(e['names'])} runs in {out}/README.md and curves.png/svg")
-    write_verdicts(experiments, args, log)
 
 
 def write_verdicts(experiments, args, log):
@@ -467,7 +466,8 @@ def main(argv=None):
         print(f"experiments: {message}", flush=True)
 
     try:
-        experiments = select(read_manifest(args.manifest), args.experiments, args.manifest)
+        manifest = read_manifest(args.manifest)
+        experiments = select(manifest, args.experiments, args.manifest)
         if args.command == "list":
             for name, e in experiments.items():
                 done = [os.path.exists(os.path.join(args.results, "runs", n, "run.json")) for n in e["names"]]
@@ -486,6 +486,7 @@ def main(argv=None):
                         seen.add(name)
                         run_one(name, recipe, args, machine, log)
         report(experiments, args, log)
+        write_verdicts(manifest, args, log)  # every experiment's claim, not only those just reported
     except ExperimentError as e:
         print(f"experiments: {e}", file=sys.stderr)
         return 1
