@@ -183,7 +183,7 @@ TensorView<const float> Attention::masked_input(const BatchGeometry& g, TensorVi
 
 bool Attention::runs_bf16() const { return qkv_bf16_ && matmul_bf16_operands(); }
 
-Attention::HeadsBf16 Attention::rounded_queries_keys_values(const Extents& e) const {
+Attention::HeadsBf16 Attention::bf16_heads_from_caches(const Extents& e) const {
   const TensorView<const bf16> qkv = ws_.view(qkv_bf16_, e);  // (B, T, 3C) or (B, T, C)
   auto part = [&](TensorView<const bf16> v, int which) { return heads(v.slice(2, which * C_, (which + 1) * C_)); };
   if (!linformer_) return {part(qkv, 0), part(qkv, 1), part(qkv, 2)};
@@ -191,12 +191,12 @@ Attention::HeadsBf16 Attention::rounded_queries_keys_values(const Extents& e) co
   return {heads(qkv), part(kv, 0), part(kv, 1)};
 }
 
-Attention::HeadsBf16 Attention::round_queries_keys_values(const Extents& e) const {
+Attention::HeadsBf16 Attention::round_heads_into_bf16_caches(const Extents& e) const {
   const TensorView<float> qkv = ws_.view(qkv_, e);
   // Full attention rounds Q | K | V; Linformer Q (the first C columns of its buffer) and K̃ | Ṽ.
   convert_to_bf16(linformer_ ? qkv.slice(2, 0, C_) : qkv, ws_.view(qkv_bf16_, e).data());
   if (linformer_) convert_to_bf16(ws_.view(kv_, e), ws_.view(kv_bf16_, e).data());
-  return rounded_queries_keys_values(e);
+  return bf16_heads_from_caches(e);
 }
 
 // ---- Linformer compression ----------------------------------------------------------
@@ -394,7 +394,7 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   const bool rounds_bf16 = runs_bf16();
   HeadsBf16 rounded;
   if (rounds_bf16) {
-    rounded = round_queries_keys_values(e);
+    rounded = round_heads_into_bf16_caches(e);
     matmul(rounded.queries, rounded.keys.transpose(2, 3), probs);
   } else {
     matmul(queries, keys.transpose(2, 3), probs);
@@ -455,7 +455,7 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   HeadsBf16 rounded;
   TensorView<const bf16> used_bf16;
   if (rounds_bf16) {
-    rounded = rounded_queries_keys_values(e);
+    rounded = bf16_heads_from_caches(e);
     used_bf16 = ws_.view(probs_bf16_, e);
     const TensorView<const bf16> d_ctx_bf16 = heads(convert_to_bf16(d_ctx, ws_.view(d_ctx_bf16_, e).data()));
     matmul(d_ctx_bf16, rounded.values.transpose(2, 3), d_probs);

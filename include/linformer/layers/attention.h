@@ -82,12 +82,12 @@ class Attention {
   }
 
   // The bf16 path's operands of the attention products, per head (B, H, T or S, D): views of the
-  // bf16 caches that forward fills (round_queries_keys_values).
+  // bf16 caches that forward fills (round_heads_into_bf16_caches).
   struct HeadsBf16 {
     TensorView<const bf16> queries, keys, values;
   };
-  HeadsBf16 round_queries_keys_values(const Extents& e) const;
-  HeadsBf16 rounded_queries_keys_values(const Extents& e) const;
+  HeadsBf16 round_heads_into_bf16_caches(const Extents& e) const;
+  HeadsBf16 bf16_heads_from_caches(const Extents& e) const;
   bool runs_bf16() const;
 
   const ModelSpec& spec_;
