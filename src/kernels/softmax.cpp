@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace linformer {
 
-void softmax_forward(const float* s, float* p, int64_t rows, int64_t cols, float scale, const uint8_t* key_valid,
-                     int64_t rows_per_mask) {
-  const KernelTimer timer(KernelKind::softmax);
+namespace {
+
+// The forward for both entry points; p_bf16 may be null.
+void softmax_rows(const float* s, float* p, bf16* p_bf16, int64_t rows, int64_t cols, float scale,
+                  const uint8_t* key_valid, int64_t rows_per_mask) {
   // The loops over a row are explicit simd loops: the reductions may be reordered, and the
   // key mask is a select, not a branch.
   constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
@@ -45,13 +48,23 @@ void softmax_forward(const float* s, float* p, int64_t rows, int64_t cols, float
       }
     }
     const float inv = sum > 0 ? static_cast<float>(1.0 / sum) : 0.0f;
+    if (p_bf16) {
+      bf16* br = p_bf16 + r * cols;
 #pragma omp simd
-    for (int64_t j = 0; j < cols; ++j) pr[j] *= inv;
+      for (int64_t j = 0; j < cols; ++j) {
+        pr[j] *= inv;
+        br[j] = to_bf16(pr[j]);
+      }
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < cols; ++j) pr[j] *= inv;
+    }
   }
 }
 
-void softmax_backward(const float* dp, const float* p, float* ds, int64_t rows, int64_t cols, float scale) {
-  const KernelTimer timer(KernelKind::softmax);
+// The backward for both entry points: writes ds (f32) or ds_bf16, whichever is not null.
+template <typename Out>
+void softmax_backward_rows(const float* dp, const float* p, Out* ds, int64_t rows, int64_t cols, float scale) {
   // In the forward pass: p = softmax(scale * s). So ds_j = scale * p_j (dp_j - Σ_i dp_i p_i).
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
@@ -60,11 +73,39 @@ void softmax_backward(const float* dp, const float* p, float* ds, int64_t rows, 
     double dot = 0;
 #pragma omp simd reduction(+ : dot)
     for (int64_t j = 0; j < cols; ++j) dot += static_cast<double>(dpr[j]) * pr[j];
-    float* dsr = ds + r * cols;
+    Out* dsr = ds + r * cols;
     const float d = static_cast<float>(dot);
 #pragma omp simd
-    for (int64_t j = 0; j < cols; ++j) dsr[j] = scale * pr[j] * (dpr[j] - d);
+    for (int64_t j = 0; j < cols; ++j) {
+      const float v = scale * pr[j] * (dpr[j] - d);
+      if constexpr (std::is_same_v<Out, bf16>) dsr[j] = to_bf16(v);
+      else dsr[j] = v;
+    }
   }
+}
+
+}  // namespace
+
+void softmax_forward(const float* s, float* p, int64_t rows, int64_t cols, float scale, const uint8_t* key_valid,
+                     int64_t rows_per_mask) {
+  const KernelTimer timer(KernelKind::softmax);
+  softmax_rows(s, p, nullptr, rows, cols, scale, key_valid, rows_per_mask);
+}
+
+void softmax_forward_bf16(const float* s, float* p, bf16* p_bf16, int64_t rows, int64_t cols, float scale,
+                          const uint8_t* key_valid, int64_t rows_per_mask) {
+  const KernelTimer timer(KernelKind::softmax);
+  softmax_rows(s, p, p_bf16, rows, cols, scale, key_valid, rows_per_mask);
+}
+
+void softmax_backward(const float* dp, const float* p, float* ds, int64_t rows, int64_t cols, float scale) {
+  const KernelTimer timer(KernelKind::softmax);
+  softmax_backward_rows(dp, p, ds, rows, cols, scale);
+}
+
+void softmax_backward_bf16(const float* dp, const float* p, bf16* ds, int64_t rows, int64_t cols, float scale) {
+  const KernelTimer timer(KernelKind::softmax);
+  softmax_backward_rows(dp, p, ds, rows, cols, scale);
 }
 
 }  // namespace linformer

@@ -399,17 +399,27 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   } else {
     matmul(queries, keys.transpose(2, 3), probs);
   }
-  softmax_forward(probs.data(), probs.data(), B * H_ * T, S, scale, linformer_ ? nullptr : key_valid, H_ * T);
+  const bool dropped = pass.training && spec_.attention_dropout > 0;
+  const uint8_t* mask = linformer_ ? nullptr : key_valid;
+  // Without dropout, P itself is the P·V operand: softmax writes its bf16 rounding too.
+  const TensorView<bf16> probs_bf16 = rounds_bf16 ? ws_.view(probs_bf16_, e) : TensorView<bf16>{};
+  if (rounds_bf16 && !dropped)
+    softmax_forward_bf16(probs.data(), probs.data(), probs_bf16.data(), B * H_ * T, S, scale, mask, H_ * T);
+  else
+    softmax_forward(probs.data(), probs.data(), B * H_ * T, S, scale, mask, H_ * T);
 
   TensorView<float> used = probs;
-  if (pass.training && spec_.attention_dropout > 0) {
+  if (dropped) {
     used = ws_.view(probs_dropped_, e);
     dropout_apply(probs.data(), used.data(), used.numel(), spec_.attention_dropout, pass.seed,
                   dropout_stream(DropoutSite::attention_probs, layer_, pass));
   }
   // ctx_h (B, H, T, D) = P_h V_h
-  if (rounds_bf16) matmul(convert_to_bf16(used, ws_.view(probs_bf16_, e).data()), rounded.values, heads(ctx));
-  else matmul(used, values, heads(ctx));
+  if (rounds_bf16)
+    matmul(dropped ? convert_to_bf16(used, probs_bf16.data()) : TensorView<const bf16>(probs_bf16), rounded.values,
+           heads(ctx));
+  else
+    matmul(used, values, heads(ctx));
   out_proj_.forward(ctx.reshape(Shape{B * T, C_}), y.reshape(Shape{B * T, C_}));
 }
 
@@ -468,13 +478,15 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
     dropout_apply(d_probs.data(), d_probs.data(), d_probs.numel(), spec_.attention_dropout, pass.seed,
                   dropout_stream(DropoutSite::attention_probs, layer_, pass));
   // P = softmax(scale · Q Kᵀ): d_scores = scale · P ⊙ (dP - Σ dP P).
-  softmax_backward(d_probs.data(), probs.data(), d_probs.data(), B * H_ * T, S, scale);
   // scores = Q_h K_hᵀ: dQ_h = d_scores K_h, dK_h = d_scoresᵀ Q_h.
-  if (rounds_bf16) {
-    const TensorView<const bf16> d_probs_bf16 = convert_to_bf16(d_probs, ws_.view(d_probs_bf16_, e).data());
-    matmul(d_probs_bf16, rounded.keys, heads(qkv_part(d_qkv, 0)));
-    matmul(d_probs_bf16.transpose(2, 3), rounded.queries, d_keys);
+  if (rounds_bf16) {  // d_scores only as the two matmuls' bf16 operand
+    const TensorView<bf16> d_scores_bf16 = ws_.view(d_probs_bf16_, e);
+    softmax_backward_bf16(d_probs.data(), probs.data(), d_scores_bf16.data(), B * H_ * T, S, scale);
+    const TensorView<const bf16> d_scores = d_scores_bf16;
+    matmul(d_scores, rounded.keys, heads(qkv_part(d_qkv, 0)));
+    matmul(d_scores.transpose(2, 3), rounded.queries, d_keys);
   } else {
+    softmax_backward(d_probs.data(), probs.data(), d_probs.data(), B * H_ * T, S, scale);
     matmul(d_probs, keys, heads(qkv_part(d_qkv, 0)));
     matmul(d_probs.transpose(2, 3), heads(qkv_part(qkv, 0)), d_keys);
   }

@@ -2,6 +2,8 @@
 // Row softmax of scaled scores with an optional key mask, forward and backward.
 // Rows are `cols` long and contiguous; `rows` of them.
 
+#include "linformer/kernels/bf16.h"
+
 #include <cstdint>
 
 namespace linformer {
@@ -14,5 +16,12 @@ void softmax_forward(const float* s, float* p, int64_t rows, int64_t cols, float
 
 // ds = scale * p ⊙ (dp - Σ_j dp p); overwrites ds (may alias dp).
 void softmax_backward(const float* dp, const float* p, float* ds, int64_t rows, int64_t cols, float scale);
+
+// The bf16 path, fused: the forward also writes p's rounding (the P·V matmul's operand) into
+// p_bf16 in the same pass; the backward writes ds only rounded (both matmuls that read it take
+// bf16 operands). Each equals to_bf16 of what the f32 kernel writes.
+void softmax_forward_bf16(const float* s, float* p, bf16* p_bf16, int64_t rows, int64_t cols, float scale,
+                          const uint8_t* key_valid = nullptr, int64_t rows_per_mask = 1);
+void softmax_backward_bf16(const float* dp, const float* p, bf16* ds, int64_t rows, int64_t cols, float scale);
 
 }  // namespace linformer
