@@ -7,6 +7,14 @@
 
 namespace linformer {
 
+namespace {
+// The products run on the masked rows rounded up to a multiple of this, the extra rows zero:
+// the number of masked tokens changes from batch to batch, and every new count built (and kept)
+// its own oneDNN primitives, hundreds over a run (RSS grew by 1-2 GB in a 20 M-token run).
+constexpr int64_t kRowQuantum = 32;
+int64_t padded_rows(int64_t M) { return (M + kRowQuantum - 1) / kRowQuantum * kRowQuantum; }
+}  // namespace
+
 void MlmHead::declare(ParameterTable& table, const ModelSpec& spec) {
   Linear::declare(table, "mlm_head.dense", spec.d_model, spec.d_model);
   LayerNorm::declare(table, "mlm_head.ln", spec.d_model);
@@ -27,8 +35,8 @@ MlmHead::MlmHead(const ModelSpec& spec, const Parameters& params, Workspace& ws,
       bias_(params.value("mlm_head.bias")),
       d_bias_(params.grad("mlm_head.bias")),
       tokens_bf16_(params.value_bf16_if_kept("embed.tokens")) {
-  // A row per masked token: M = N of the call.
-  const Dim M = Dim::rows(max_masked);
+  // A row per masked token, M = N of the call, padded up to a multiple of kRowQuantum.
+  const Dim M = Dim::rows(padded_rows(max_masked));
   const int64_t C = spec.d_model;
   z_ = ws.reserve("head.z", {M, C});
   pre_ = ws.reserve("head.pre", {M, C});
@@ -48,24 +56,28 @@ TensorView<float> MlmHead::logits(int64_t M) const { return ws_.view(logits_, Ex
 
 CrossEntropyResult MlmHead::forward(TensorView<const float> x, const int32_t* positions, const int32_t* targets,
                                     int64_t M, float grad_scale) {
-  const int64_t C = spec_.d_model, V = spec_.vocab_size;
-  const Extents mc = Extents::rows(M);
+  const int64_t C = spec_.d_model, V = spec_.vocab_size, Mp = padded_rows(M);
+  const Extents mc = Extents::rows(Mp);  // rows M..Mp-1: zero inputs, ignored outputs
   const TensorView<float> z = ws_.view(z_, mc), pre = ws_.view(pre_, mc), act = ws_.view(act_, mc);
-  const TensorView<float> out = ws_.view(out_, mc), logits = this->logits(M);
+  const TensorView<float> out = ws_.view(out_, mc), logits = ws_.view(logits_, mc);
   gather_rows(x.data(), positions, z.data(), M, C);
+  std::memset(z.data() + M * C, 0, sizeof(float) * static_cast<size_t>((Mp - M) * C));
   dense_.forward(z, pre);
   gelu_forward(pre.data(), act.data(), act.numel());
   ln_.forward(act, out, ws_.view(mean_, mc).data(), ws_.view(rstd_, mc).data());
   if (reads_bf16_copy(tokens_bf16_)) matmul(out, tokens_bf16_.transpose(0, 1), logits, Accumulate::overwrite, bias_.data());
   else matmul(out, TensorView<const float>(tokens_).transpose(0, 1), logits, Accumulate::overwrite, bias_.data());
-  return cross_entropy(logits.data(), targets, M, V, grad_scale);
+  const CrossEntropyResult result = cross_entropy(logits.data(), targets, M, V, grad_scale);
+  // The padding rows' gradient is zero, so they add nothing to the parameters' gradients.
+  if (grad_scale != 0) std::memset(logits.data() + M * V, 0, sizeof(float) * static_cast<size_t>((Mp - M) * V));
+  return result;
 }
 
 void MlmHead::backward(TensorView<float> dx, const int32_t* positions, int64_t M) {
   const int64_t C = spec_.d_model;
-  const Extents mc = Extents::rows(M);
+  const Extents mc = Extents::rows(padded_rows(M));
   const TensorView<float> z = ws_.view(z_, mc), pre = ws_.view(pre_, mc), act = ws_.view(act_, mc);
-  const TensorView<float> out = ws_.view(out_, mc), d_logits = logits(M);
+  const TensorView<float> out = ws_.view(out_, mc), d_logits = ws_.view(logits_, mc);
   const TensorView<float> d_a = ws_.view(d_a_, mc), d_b = ws_.view(d_b_, mc);
   // In the forward pass: logits = out tokensᵀ + bias. So d_out = d_logits tokens,
   // d_tokens += d_logitsᵀ out, d_bias += Σ_rows d_logits.
