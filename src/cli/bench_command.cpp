@@ -61,7 +61,7 @@ void add_bench_command(CLI::App& app) {
         "training step (forward + backward + AdamW): median {:.1f} ms, min {:.1f}, max {:.1f} over {} steps\n"
         "throughput: {:.0f} tokens/s, {:.1f} GFLOP/s = {:.0f}% of the measured {} matmul peak ({:.1f} GFLOP/s)\n"
         "  (matmul FLOPs: {:.2f} GFLOP forward per step, x3 per training step, {:.1f} MFLOP per token)\n"
-        "matmul peak probe (1536^3, best of 4): fp32 {:.1f} GFLOP/s, bf16 {}\n"
+        "matmul peak probe (best of 5 large shapes): fp32 {:.1f} GFLOP/s, bf16 {}\n"
         "precision: {} (oneDNN ISA here: {}; matmul kernels: {})\n"
         "OpenMP waiting: {}\n{}"
         "memory: parameters {:.1f} MB, activations {:.1f} MB, peak RSS {:.1f} MB\n\n"

@@ -15,8 +15,9 @@ namespace linformer {
 // (2 per multiply-add; elementwise work not counted). A training step costs 3× this:
 // backward computes two matmuls (data and weight gradient) for every forward one.
 
-// The best matmul rate this machine sustains through oneDNN: a few large square products
-// (1536³, best of 4), f32 or with bf16 operands (bf16:bf16:f32; needs avx512_bf16).
+// The best matmul rate this machine sustains through oneDNN: the best of 4 runs of each of a few
+// large products (1024³, 1536³, 2048³, 4096×1024×1024, 4096×256×1024), f32 or with bf16 operands
+// (bf16:bf16:f32; needs avx512_bf16).
 enum class MatmulOperands { f32, bf16 };
 double measure_matmul_peak_gflops(MatmulOperands operands = MatmulOperands::f32);
 
