@@ -137,6 +137,13 @@ TEST_P(Bf16Model, WeightCopiesGiveWhatRoundingTheWeightsGivesInTrainingAndInfere
   EXPECT_NE(copies.loss, exact.loss);
   EXPECT_NEAR(copies.loss / exact.loss, 1.0, 0.01);
   EXPECT_GT(cosine(copies.grads, exact.grads), 0.999);
+  // Rows without padding: compress-first Linformer then rounds x once into a cache for the Q
+  // projection, both compressions and their backward, and dQ once for its two products.
+  const OwnedBatch full = testing::random_batch(16, {16, 16, 16}, spec.vocab_size, 6);
+  const PassResult full_copies = forward_backward(with_copies, full);
+  const PassResult full_rounding = forward_backward(fp32, full);
+  EXPECT_EQ(full_copies.loss, full_rounding.loss);
+  EXPECT_EQ(0, std::memcmp(full_copies.grads.data(), full_rounding.grads.data(), full_copies.grads.size() * sizeof(float)));
 
   // An inference model (its own workspace plan, bf16 caches shared by the layers) gives the same.
   MlmModel inference(spec, 3, 48, WorkspaceUse::inference);

@@ -137,6 +137,8 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
     probs_bf16_ = ws.reserve_cache<bf16>(layer, "attn.probs_bf16", {B, H_, T, S});
     d_ctx_bf16_ = ws.reserve_backward<bf16>("attn.d_ctx_bf16", {B, T, C_});
     d_probs_bf16_ = ws.reserve_backward<bf16>("attn.d_probs_bf16", {B, H_, T, S});
+    if (compress_first_ && spec.projection == ProjectionKind::linear)
+      x_bf16_ = ws.reserve_cache<bf16>(layer, "attn.x_bf16", {B, T, C_});
   }
   probs_ = ws.reserve_cache(layer, "attn.probs", {B, H_, T, S});
   const bool dropout = spec.attention_dropout > 0 && !ws.inference();
@@ -183,6 +185,23 @@ TensorView<const float> Attention::masked_input(const BatchGeometry& g, TensorVi
 
 bool Attention::runs_bf16() const { return qkv_bf16_ && matmul_bf16_operands(); }
 
+bool Attention::caches_x_bf16(const BatchGeometry& g) const {
+  if (!x_bf16_ || !runs_bf16()) return false;
+  for (int64_t b = 0; b < g.B; ++b)
+    if (g.lengths[b] < g.T) return false;  // padded rows: the compressions read x with them zeroed
+  return true;
+}
+
+TensorView<const bf16> Attention::round_x_into_bf16_cache(const BatchGeometry& g, TensorView<const float> x) const {
+  if (!caches_x_bf16(g)) return {};
+  return convert_to_bf16(x, ws_.view(x_bf16_, {g.B, g.T}).data());
+}
+
+TensorView<const bf16> Attention::x_bf16_from_cache(const BatchGeometry& g) const {
+  if (!caches_x_bf16(g)) return {};
+  return ws_.view(x_bf16_, {g.B, g.T});
+}
+
 Attention::HeadsBf16 Attention::bf16_heads_from_caches(const Extents& e) const {
   const TensorView<const bf16> qkv = ws_.view(qkv_bf16_, e);  // (B, T, 3C) or (B, T, C)
   auto part = [&](TensorView<const bf16> v, int which) { return heads(v.slice(2, which * C_, (which + 1) * C_)); };
@@ -202,14 +221,15 @@ Attention::HeadsBf16 Attention::round_heads_into_bf16_caches(const Extents& e) c
 // ---- Linformer compression ----------------------------------------------------------
 
 void Attention::compress(const BatchGeometry& g, const Projection& p, TensorView<const float> part,
-                         TensorView<float> out) const {
+                         TensorView<float> out, TensorView<const bf16> part_bf16) const {
   const int64_t B = g.B, T = g.T, K = K_;
   switch (spec_.projection) {
     case ProjectionKind::linear: {
       if (p.value.rank() == 2) {
         // out_b (K, C) = E[:, :T] (K, T) · part_b (T, C), E broadcast over the batch.
         const TensorView<const float> e(p.value.data(), Shape{1, K, T}, Shape{K * n_, n_, 1});
-        matmul(e, part, out);
+        if (part_bf16.data()) matmul(e, part_bf16, out);
+        else matmul(e, part, out);
       } else {
         // Per head: out_bh (K, D) = E_h[:, :T] (K, T) · part_bh (T, D).
         const TensorView<const float> e(p.value.data(), Shape{1, H_, K, T}, Shape{H_ * K * n_, K * n_, n_, 1});
@@ -253,7 +273,8 @@ void Attention::compress(const BatchGeometry& g, const Projection& p, TensorView
 }
 
 void Attention::compress_backward(const BatchGeometry& g, const Projection& p, TensorView<const float> d_out,
-                                  TensorView<const float> part, TensorView<float> d_part, Accumulate mode) const {
+                                  TensorView<const float> part, TensorView<float> d_part, Accumulate mode,
+                                  TensorView<const bf16> part_bf16) const {
   const int64_t B = g.B, T = g.T, K = K_;
   switch (spec_.projection) {
     case ProjectionKind::linear: {
@@ -264,8 +285,10 @@ void Attention::compress_backward(const BatchGeometry& g, const Projection& p, T
         matmul(et, d_out, d_part, mode);
         if (p.trainable) {
           const TensorView<float> de(p.grad.data(), Shape{K, T}, Shape{n_, 1});
-          for (int64_t b = 0; b < B; ++b)
-            matmul(d_out.select(0, b), part.select(0, b).transpose(0, 1), de, Accumulate::add);
+          for (int64_t b = 0; b < B; ++b) {
+            if (part_bf16.data()) matmul(d_out.select(0, b), part_bf16.select(0, b).transpose(0, 1), de, Accumulate::add);
+            else matmul(d_out.select(0, b), part.select(0, b).transpose(0, 1), de, Accumulate::add);
+          }
         }
       } else {
         // Per head: d_part_bh = E_h[:, :T]ᵀ d_out_bh; dE_h[:, :T] += Σ_b d_out_bh part_bhᵀ.
@@ -362,14 +385,19 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
     if (compress_first_) {
       // Q = x W_Qᵀ + b_Q; x̃ = P(real ⊙ x) (B, K, C); K̃ = x̃_E W_Kᵀ + b_K, Ṽ = x̃_F W_Vᵀ + b_V.
       const TensorView<float> q = ws_.view(qkv_, e);
-      matmul(x2, w_in(0, 1).transpose(0, 1), q.reshape(Shape{B * T, C_}), Accumulate::overwrite, b_in);
+      const TensorView<const bf16> x_bf16 = round_x_into_bf16_cache(g, x);  // (B, T, C) or empty
+      if (x_bf16.data())
+        matmul(x_bf16.reshape(Shape{B * T, C_}), in_proj_.w_bf16.slice(0, 0, C_).transpose(0, 1),
+               q.reshape(Shape{B * T, C_}), Accumulate::overwrite, b_in);
+      else
+        matmul(x2, w_in(0, 1).transpose(0, 1), q.reshape(Shape{B * T, C_}), Accumulate::overwrite, b_in);
       const TensorView<float> xc_e = ws_.view(xc_e_, e), xc_f = ws_.view(xc_f_, e);
       const TensorView<const float> xm = masked_input(g, x);
-      compress(g, proj_e_, xm, xc_e);
+      compress(g, proj_e_, xm, xc_e, x_bf16);
       if (same_compression_) {
         matmul(flat(xc_e), w_in(1, 3).transpose(0, 1), flat(kv), Accumulate::overwrite, b_in + C_);
       } else {
-        compress(g, proj_f_, xm, xc_f);
+        compress(g, proj_f_, xm, xc_f, x_bf16);
         matmul(flat(xc_e), w_in(1, 2).transpose(0, 1), flat(kv_part(kv, 0)), Accumulate::overwrite, b_in + C_);
         matmul(flat(xc_f), w_in(2, 3).transpose(0, 1), flat(kv_part(kv, 1)), Accumulate::overwrite, b_in + 2 * C_);
       }
@@ -521,12 +549,19 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   // Q = x W_Qᵀ + b_Q: dW_Q += dQᵀ x, db_Q += Σ dQ, dx = dQ W_Q.
   const auto d_q2 = d_qkv.reshape(Shape{B * T, C_});
   add_column_sums(d_q2.data(), B * T, C_, C_, db_in);
-  matmul(d_q2.transpose(0, 1), x2, dw_in(0, 1), Accumulate::add);
-  matmul(d_q2, w_in(0, 1), dx2);
+  const TensorView<const bf16> x_bf16 = x_bf16_from_cache(g);  // (B, T, C) or empty
+  if (x_bf16.data()) {  // dQ rounded once for both products, into d_ctx's bf16 scratch (done with)
+    const TensorView<const bf16> d_q_bf16 = convert_to_bf16(d_q2, ws_.view(d_ctx_bf16_, e).data());
+    matmul(d_q_bf16.transpose(0, 1), x_bf16.reshape(Shape{B * T, C_}), dw_in(0, 1), Accumulate::add);
+    matmul(d_q_bf16, in_proj_.w_bf16.slice(0, 0, C_), dx2);
+  } else {
+    matmul(d_q2.transpose(0, 1), x2, dw_in(0, 1), Accumulate::add);
+    matmul(d_q2, w_in(0, 1), dx2);
+  }
   // x̃ = P(real ⊙ x): d(real ⊙ x) = Pᵀ dx̃, padded rows zero; into d_ctx's buffer (done with).
   const TensorView<const float> xm = masked_input(g, x);
-  compress_backward(g, proj_e_, d_xc_e, xm, d_ctx, Accumulate::overwrite);
-  if (!same_compression_) compress_backward(g, proj_f_, d_xc_f, xm, d_ctx, Accumulate::add);
+  compress_backward(g, proj_e_, d_xc_e, xm, d_ctx, Accumulate::overwrite, x_bf16);
+  if (!same_compression_) compress_backward(g, proj_f_, d_xc_f, xm, d_ctx, Accumulate::add, x_bf16);
   add_into(dx2.data(), d_ctx.data(), dx2.numel());
 }
 

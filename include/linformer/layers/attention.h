@@ -56,11 +56,20 @@ class Attention {
     TensorView<float> value, grad;  // (K, n) / (H, K, n) / (s) / (H, s); empty for pooling
     bool trainable = false;
   };
-  // part (B, T, C), strided, padded rows zero -> out (B, K, C), strided.
-  void compress(const BatchGeometry& g, const Projection& p, TensorView<const float> part, TensorView<float> out) const;
+  // part (B, T, C), strided, padded rows zero -> out (B, K, C), strided. part_bf16, when given
+  // (the bf16 path's cached x), is part's rounding, read by the linear projection's products.
+  void compress(const BatchGeometry& g, const Projection& p, TensorView<const float> part, TensorView<float> out,
+                TensorView<const bf16> part_bf16 = {}) const;
   // In the forward pass: out = P(part). So d_part (=|+=) Pᵀ d_out (pad rows zeroed), dP += ….
   void compress_backward(const BatchGeometry& g, const Projection& p, TensorView<const float> d_out,
-                         TensorView<const float> part, TensorView<float> d_part, Accumulate mode) const;
+                         TensorView<const float> part, TensorView<float> d_part, Accumulate mode,
+                         TensorView<const bf16> part_bf16 = {}) const;
+  // The bf16 path of compress-first linear projections without padded rows: x rounded once into
+  // the cache x_bf16_ for the Q projection, the compressions and their backward (forward fills it,
+  // backward reads it); empty when x goes through the generic per-matmul rounding instead.
+  bool caches_x_bf16(const BatchGeometry& g) const;
+  TensorView<const bf16> round_x_into_bf16_cache(const BatchGeometry& g, TensorView<const float> x) const;
+  TensorView<const bf16> x_bf16_from_cache(const BatchGeometry& g) const;
 
   // x with padded rows zeroed (x itself when no row is padded), in ctx's buffer: the forward
   // pass writes ctx only after compressing, and backward reads ctx only before.
@@ -113,6 +122,7 @@ class Attention {
   // K̃ | Ṽ (B,K,2C); the used probabilities (B,H,T,S). Backward scratch: d_ctx (B,T,C),
   // d_probs (B,H,T,S).
   Buffer<bf16> qkv_bf16_, kv_bf16_, probs_bf16_, d_ctx_bf16_, d_probs_bf16_;
+  Buffer<bf16> x_bf16_;  // cache (B,T,C): see caches_x_bf16; d_ctx_bf16_ then also holds dQ's rounding
 };
 
 }  // namespace linformer
