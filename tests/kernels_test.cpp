@@ -169,6 +169,22 @@ TEST(LayerNorm, ForwardAndBackwardMatchNaive) {
   }
 }
 
+TEST(LayerNorm, Bf16OutputIsTheRoundingOfTheF32One) {
+  const int64_t rows = 5, C = 37;
+  auto x = random_vector(rows * C, 7, 3.0f), gamma = random_vector(C, 8), beta = random_vector(C, 9);
+  std::vector<float> y(rows * C), y_fused(rows * C), mean(rows), rstd(rows), mean_fused(rows), rstd_fused(rows);
+  std::vector<bf16> y_bf16(rows * C);
+  layer_norm_forward(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data(), rows, C, 1e-5f);
+  layer_norm_forward(x.data(), gamma.data(), beta.data(), y_fused.data(), mean_fused.data(), rstd_fused.data(), rows,
+                     C, 1e-5f, y_bf16.data());
+  EXPECT_EQ(mean_fused, mean);
+  EXPECT_EQ(rstd_fused, rstd);
+  for (int64_t i = 0; i < rows * C; ++i) {
+    ASSERT_EQ(y_fused[i], y[i]) << i;
+    ASSERT_EQ(y_bf16[i].bits, to_bf16(y[i]).bits) << i;
+  }
+}
+
 TEST(Softmax, MaskedForwardAndBackward) {
   const int64_t rows = 4, cols = 6;
   const float scale = 0.5f;

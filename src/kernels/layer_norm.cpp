@@ -10,7 +10,7 @@
 namespace linformer {
 
 void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
-                        int64_t rows, int64_t C, float eps) {
+                        int64_t rows, int64_t C, float eps, bf16* y_bf16) {
   const KernelTimer timer(KernelKind::layer_norm);
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
@@ -28,8 +28,17 @@ void layer_norm_forward(const float* x, const float* gamma, const float* beta, f
     rstd[r] = static_cast<float>(rs);
     const float m = static_cast<float>(mu), s = static_cast<float>(rs);
     float* yr = y + r * C;
+    if (y_bf16) {
+      bf16* br = y_bf16 + r * C;
 #pragma omp simd
-    for (int64_t c = 0; c < C; ++c) yr[c] = (xr[c] - m) * s * gamma[c] + beta[c];
+      for (int64_t c = 0; c < C; ++c) {
+        yr[c] = (xr[c] - m) * s * gamma[c] + beta[c];
+        br[c] = to_bf16(yr[c]);
+      }
+    } else {
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) yr[c] = (xr[c] - m) * s * gamma[c] + beta[c];
+    }
   }
 }
 

@@ -79,8 +79,9 @@ void EncoderBlock::forward(const BatchGeometry& g, TensorView<const float> x, Te
     const TensorView<float> f = ws_.view(f_, r);
     attention_.forward(g, x, branch.reshape(shaped), key_valid, pass);
     residual_add(x2, branch, a, spec_.dropout, pass, s_attn);
-    ln_attn_.forward(a, h, mean1, rstd1);
-    ffn_.forward(h, branch, pass);
+    const TensorView<bf16> h_bf16 = ffn_.input_bf16(rows);  // bf16 path: LayerNorm rounds h for fc1
+    ln_attn_.forward(a, h, mean1, rstd1, h_bf16);
+    ffn_.forward(h, branch, pass, h_bf16.data() != nullptr);
     residual_add(h, branch, f, spec_.dropout, pass, s_ffn);
     ln_ffn_.forward(f, y.reshape(flat), mean2, rstd2);
   } else {
@@ -88,8 +89,9 @@ void EncoderBlock::forward(const BatchGeometry& g, TensorView<const float> x, Te
     ln_attn_.forward(x2, attn_in, mean1, rstd1);
     attention_.forward(g, attn_in.reshape(shaped), branch.reshape(shaped), key_valid, pass);
     residual_add(x2, branch, a, spec_.dropout, pass, s_attn);
-    ln_ffn_.forward(a, h, mean2, rstd2);
-    ffn_.forward(h, branch, pass);
+    const TensorView<bf16> h_bf16 = ffn_.input_bf16(rows);  // bf16 path: LayerNorm rounds h for fc1
+    ln_ffn_.forward(a, h, mean2, rstd2, h_bf16);
+    ffn_.forward(h, branch, pass, h_bf16.data() != nullptr);
     residual_add(a, branch, y.reshape(flat), spec_.dropout, pass, s_ffn);
   }
 }

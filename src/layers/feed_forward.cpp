@@ -33,13 +33,15 @@ FeedForward::FeedForward(const ModelSpec& spec, const Parameters& params, Worksp
   else if (!only_bf16) act_ = ws.reserve_cache(layer, "ffn.act", {Dim::rows(chunk_rows_), spec.ffn_dim});
 }
 
-void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const Pass& pass) {
+void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const Pass& pass, bool x_rounded) {
   const int64_t total = x.size(0);
   LF_CHECK(!pass.training || total <= chunk_rows_, "feed-forward training pass of {} rows, built for {}", total, chunk_rows_);
+  LF_CHECK(!x_rounded || total <= chunk_rows_, "feed-forward: a rounded input of {} rows, chunks of {}", total, chunk_rows_);
   for (int64_t begin = 0; begin < total; begin += chunk_rows_) {
     const int64_t end = std::min(total, begin + chunk_rows_), rows = end - begin;
     const TensorView<float> pre = ws_.view(pre_, Extents::rows(rows));
-    fc1_.forward(x.slice(0, begin, end), pre);
+    if (x_rounded) fc1_.forward_rounded(pre);
+    else fc1_.forward(x.slice(0, begin, end), pre);
     // bf16 path without activation dropout: GELU writes fc2's bf16 operand itself.
     const TensorView<bf16> act_bf16 = fc2_.input_bf16(rows);  // (rows, F)
     fused_bf16_ = act_bf16.data() != nullptr && !(pass.training && activation_dropout_ > 0);

@@ -16,10 +16,12 @@ LayerNorm::LayerNorm(const Parameters& params, const std::string& name)
       dbeta(params.grad(name + ".bias")),
       eps(params.spec().layer_norm_eps) {}
 
-void LayerNorm::forward(TensorView<const float> x, TensorView<float> y, float* mean, float* rstd) const {
+void LayerNorm::forward(TensorView<const float> x, TensorView<float> y, float* mean, float* rstd,
+                        TensorView<bf16> y_bf16) const {
   LF_CHECK(x.is_contiguous() && y.is_contiguous(), "layer norm needs contiguous rows");
+  LF_CHECK(!y_bf16.data() || y_bf16.numel() == y.numel(), "layer norm: the bf16 output's size differs from y's");
   const int64_t C = gamma.numel();
-  layer_norm_forward(x.data(), gamma.data(), beta.data(), y.data(), mean, rstd, x.numel() / C, C, eps);
+  layer_norm_forward(x.data(), gamma.data(), beta.data(), y.data(), mean, rstd, x.numel() / C, C, eps, y_bf16.data());
 }
 
 void LayerNorm::backward(TensorView<const float> dy, TensorView<const float> x, const float* mean, const float* rstd,
