@@ -145,10 +145,14 @@ TEST_P(Bf16Model, WeightCopiesGiveWhatRoundingTheWeightsGivesInTrainingAndInfere
   EXPECT_EQ(full_copies.loss, full_rounding.loss);
   EXPECT_EQ(0, std::memcmp(full_copies.grads.data(), full_rounding.grads.data(), full_copies.grads.size() * sizeof(float)));
 
-  // An inference model (its own workspace plan, bf16 caches shared by the layers) gives the same.
+  // An inference model (its own workspace plan, bf16 caches shared by the layers) also rounds the
+  // attention scores (written in bf16, softmax in place): the training model's pass up to that.
   MlmModel inference(spec, 3, 48, WorkspaceUse::inference);
   inference.params().initialize(9);
-  EXPECT_EQ(inference.forward(batch.view(), Pass{}).loss_sum, with_copies.forward(batch.view(), Pass{}).loss_sum);
+  const double inferred = inference.forward(batch.view(), Pass{}).loss_sum;
+  const double trained = with_copies.forward(batch.view(), Pass{}).loss_sum;
+  EXPECT_NE(inferred, trained) << "the inference model did not round the attention scores";
+  EXPECT_NEAR(inferred / trained, 1.0, 2e-3);
 
   // The copies are what the layers read: zeroed, they change the pass; refreshed from the values
   // (values_changed()), they give it back.
@@ -157,6 +161,26 @@ TEST_P(Bf16Model, WeightCopiesGiveWhatRoundingTheWeightsGivesInTrainingAndInfere
   EXPECT_NE(forward_backward(with_copies, batch).loss, copies.loss);
   with_copies.params().values_changed();
   EXPECT_EQ(forward_backward(with_copies, batch).loss, copies.loss);
+}
+
+// bf16 inference keeps the n × n scores only in bf16 (2 bytes each, where fp32 keeps 4): with
+// them dominating (full attention, n = 2048), it needs less activation memory than fp32.
+TEST(Bf16Inference, KeepsFullAttentionsScoresInBf16OnlyAndNeedsLessMemoryThanFp32) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "no avx512_bf16 on this CPU (" << dnnl_cpu_isa_name() << ")";
+  const int64_t n = 2048;
+  const ModelSpec spec = testing::tiny_spec({{"attention", "full"}, {"k_per_layer", nlohmann::json::array()},
+                                             {"seq_len", n}, {"d_model", 64}, {"heads", 4}, {"ffn_dim", 128}});
+  const size_t fp32 = MlmModel::planned_activation_bytes(spec, 1, 1, WorkspaceUse::inference);
+  size_t bf16_bytes = 0;
+  {
+    const Bf16Operands on;
+    bf16_bytes = MlmModel::planned_activation_bytes(spec, 1, 1, WorkspaceUse::inference);
+  }
+  const double scores_f32 = 4.0 * spec.heads * n * n;  // one layer's (H, n, n) f32 scores: shared by the layers
+  EXPECT_GT(static_cast<double>(fp32), scores_f32);
+  // fp32 keeps the f32 scores; bf16 half as many bytes for them, plus small bf16 copies of Q, K, V.
+  EXPECT_LT(static_cast<double>(bf16_bytes), static_cast<double>(fp32) - 0.45 * scores_f32)
+      << "bf16 " << bf16_bytes << " bytes, fp32 " << fp32;
 }
 
 // Linformer (projections and in_proj slices), full attention, pre-LN, no sharing; and with every

@@ -132,6 +132,30 @@ TEST(Bf16Matmul, MatchesADoubleProductOfTheOperands) {
   EXPECT_TRUE(bf16_kernel) << "no oneDNN bf16 kernel among the matmul primitives built";
 }
 
+// A bf16 result: the same f32 accumulation, each element rounded once to nearest even; per head
+// and transposed, as the attention scores use it.
+TEST(Bf16Matmul, Bf16ResultsAreTheRoundedF32Products) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "no avx512_bf16 on this CPU (" << dnnl_cpu_isa_name() << ")";
+  const int64_t B = 2, H = 3, T = 19, S = 23, D = 16;
+  const auto q = random_bf16(B * T * H * D, 3), k = random_bf16(B * S * H * D, 4);
+  // Heads are column blocks of (B, rows, H·D) rows, as in the attention's caches.
+  const TensorView<const bf16> qh(q.data(), Shape{B, H, T, D}, Shape{T * H * D, D, H * D, 1});
+  const TensorView<const bf16> kt(k.data(), Shape{B, H, D, S}, Shape{S * H * D, D, 1, H * D});
+  std::vector<float> f32(B * H * T * S);
+  std::vector<bf16> rounded(B * H * T * S, to_bf16(9.0f));
+  matmul(qh, kt, TensorView<float>(f32.data(), Shape{B, H, T, S}));
+  matmul(qh, kt, TensorView<bf16>(rounded.data(), Shape{B, H, T, S}));
+  int64_t exact = 0;
+  for (size_t i = 0; i < f32.size(); ++i) {
+    // The f32 result rounded, or its neighbour where the two kernels summed in another order
+    // and the f32 sums sit on either side of a rounding boundary.
+    const int diff = std::abs(static_cast<int>(rounded[i].bits) - static_cast<int>(to_bf16(f32[i]).bits));
+    ASSERT_LE(diff, 1) << i << ": " << to_float(rounded[i]) << " against " << f32[i];
+    exact += diff == 0;
+  }
+  EXPECT_GT(exact, static_cast<int64_t>(0.99 * static_cast<double>(f32.size())));
+}
+
 TEST(Bf16Matmul, WithoutTheInstructionsItFailsNamingTheCpu) {
   if (cpu_has_bf16()) GTEST_SKIP() << "this CPU has avx512_bf16";
   const std::vector<bf16> a(4, to_bf16(1.0f));

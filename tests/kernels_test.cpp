@@ -231,6 +231,33 @@ TEST(Softmax, Bf16OutputsAreTheRoundingOfTheF32Ones) {
   EXPECT_EQ(to_float(p_bf16[5]), 0.0f);  // a masked key
 }
 
+// Inference keeps the scores in bf16: their softmax in place must be the rounding of the f32
+// softmax of the same (bf16-valued) scores, rows read whole before they are overwritten.
+TEST(Softmax, InPlaceOnBf16ScoresIsTheRoundingOfTheF32Softmax) {
+  const int64_t rows = 67, cols = 45;  // rows over both threads; cols not a multiple of the SIMD width
+  const float scale = 0.6f;
+  std::vector<uint8_t> valid(cols, 1);
+  valid[0] = valid[44] = 0;
+  for (const uint8_t* mask : {static_cast<const uint8_t*>(nullptr), static_cast<const uint8_t*>(valid.data())}) {
+    std::vector<bf16> scores(rows * cols);
+    std::vector<float> scores_f32(rows * cols), p(rows * cols);
+    const auto s = random_vector(rows * cols, 8, 4.0f);
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      scores[i] = to_bf16(s[i]);
+      scores_f32[i] = to_float(scores[i]);
+    }
+    softmax_forward(scores_f32.data(), p.data(), rows, cols, scale, mask, rows);
+    softmax_forward_bf16_in_place(scores.data(), rows, cols, scale, mask, rows);
+    for (int64_t i = 0; i < rows * cols; ++i) ASSERT_EQ(scores[i].bits, to_bf16(p[i]).bits) << i;
+    double row_sum = 0;
+    for (int64_t j = 0; j < cols; ++j) row_sum += to_float(scores[j]);
+    EXPECT_NEAR(row_sum, 1.0, 0.02);  // each probability rounded to 8 bits
+    if (mask) {
+      EXPECT_EQ(to_float(scores[(rows - 1) * cols + 44]), 0.0f);
+    }
+  }
+}
+
 TEST(Gelu, ForwardAndBackwardMatchTheErfForm) {
   const std::vector<float> x = {-4.0f, -1.5f, -0.3f, 0.0f, 0.2f, 1.0f, 3.5f};
   std::vector<float> y(x.size()), dx(x.size()), dy(x.size(), 1.0f);

@@ -61,9 +61,10 @@ constexpr dnnl::memory::data_type data_type_of() {
   return dnnl::memory::data_type::f32;
 }
 
-// Builds (once) and runs the oneDNN primitive for these views: f32 or bf16 operands, f32 result.
-template <class T>
-void run_primitive(TensorView<const T> a, TensorView<const T> b, TensorView<float> c, Accumulate mode,
+// Builds (once) and runs the oneDNN primitive for these views: f32 or bf16 operands, an f32
+// result (or bf16, rounded from oneDNN's f32 accumulators).
+template <class T, class Out = float>
+void run_primitive(TensorView<const T> a, TensorView<const T> b, TensorView<Out> c, Accumulate mode,
                    const float* bias) {
   const int rank = c.rank();
   const int64_t n = b.size(rank - 1);
@@ -74,12 +75,13 @@ void run_primitive(TensorView<const T> a, TensorView<const T> b, TensorView<floa
   key.values.push_back(bias != nullptr);
   key.values.push_back(static_cast<int64_t>(dnnl::get_default_fpmath_mode()));
   key.values.push_back(static_cast<int64_t>(data_type_of<T>()));
+  key.values.push_back(static_cast<int64_t>(data_type_of<Out>()));
 
   auto& ctx = DnnlContext::get();
   using dt = dnnl::memory::data_type;
   const dnnl::memory::desc a_md(to_dims(a.shape()), data_type_of<T>(), to_dims(a.strides()));
   const dnnl::memory::desc b_md(to_dims(b.shape()), data_type_of<T>(), to_dims(b.strides()));
-  const dnnl::memory::desc c_md(to_dims(c.shape()), dt::f32, to_dims(c.strides()));
+  const dnnl::memory::desc c_md(to_dims(c.shape()), data_type_of<Out>(), to_dims(c.strides()));
   // The bias is a row of N values broadcast over every other axis.
   dims bias_dims(rank, 1), bias_strides(rank, 0);
   bias_dims[rank - 1] = n;
@@ -190,8 +192,8 @@ size_t matmul_operand_skew_bytes() { return matmul_runs_avx2_sgemm() ? 16 : 0; }
 
 namespace {
 // The shapes agree; false when there is nothing to compute.
-template <class T>
-bool check_matmul(TensorView<const T> a, TensorView<const T> b, TensorView<float> c, Accumulate mode,
+template <class T, class Out>
+bool check_matmul(TensorView<const T> a, TensorView<const T> b, TensorView<Out> c, Accumulate mode,
                   const float* bias) {
   const int rank = c.rank();
   LF_CHECK(rank >= 2 && a.rank() == rank && b.rank() == rank, "matmul ranks {} · {} -> {}", a.shape().str(),
@@ -239,6 +241,15 @@ void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<float
   const int64_t k = a.size(c.rank() - 1);
   const KernelTimer timer(KernelKind::matmul, 2.0 * static_cast<double>(c.numel()) * static_cast<double>(k));
   run_primitive(a, b, c, mode, bias);
+}
+
+void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<bf16> c) {
+  LF_CHECK(cpu_has_bf16(), "a bf16 matmul needs a CPU with avx512_bf16 (oneDNN's ISA here: {})",
+           dnnl_cpu_isa_name());
+  if (!check_matmul(a, b, c, Accumulate::overwrite, nullptr)) return;
+  const int64_t k = a.size(c.rank() - 1);
+  const KernelTimer timer(KernelKind::matmul, 2.0 * static_cast<double>(c.numel()) * static_cast<double>(k));
+  run_primitive(a, b, c, Accumulate::overwrite, nullptr);
 }
 
 void matmul(TensorView<const float> a, TensorView<const bf16> b, TensorView<float> c, Accumulate mode,

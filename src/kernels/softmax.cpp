@@ -7,57 +7,69 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 namespace linformer {
 
 namespace {
 
-// The forward for both entry points; p_bf16 may be null.
-void softmax_rows(const float* s, float* p, bf16* p_bf16, int64_t rows, int64_t cols, float scale,
+// The forward for every entry point: scores s of type In (f32, or bf16 in inference); p (f32)
+// and p_bf16 may be null, not both. Without p, a row's exponentials wait in a per-thread row, so
+// p_bf16 may alias a bf16 s (each row is read whole before it is written).
+template <class In>
+void softmax_rows(const In* s, float* p, bf16* p_bf16, int64_t rows, int64_t cols, float scale,
                   const uint8_t* key_valid, int64_t rows_per_mask) {
   // The loops over a row are explicit simd loops: the reductions may be reordered, and the
   // key mask is a select, not a branch.
   constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* sr = s + r * cols;
-    float* pr = p + r * cols;
-    const uint8_t* valid = key_valid ? key_valid + (r / rows_per_mask) * cols : nullptr;
-    float max = kMinusInf;
-    if (valid) {
+  const auto load = [](In v) {
+    if constexpr (std::is_same_v<In, bf16>) return to_float(v);
+    else return v;
+  };
+#pragma omp parallel
+  {
+    std::vector<float> row(p ? 0 : static_cast<size_t>(cols));  // (cols) the exponentials, without p
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const In* sr = s + r * cols;
+      float* pr = p ? p + r * cols : row.data();
+      const uint8_t* valid = key_valid ? key_valid + (r / rows_per_mask) * cols : nullptr;
+      float max = kMinusInf;
+      if (valid) {
 #pragma omp simd reduction(max : max)
-      for (int64_t j = 0; j < cols; ++j) max = std::max(max, valid[j] ? scale * sr[j] : kMinusInf);
-    } else {
+        for (int64_t j = 0; j < cols; ++j) max = std::max(max, valid[j] ? scale * load(sr[j]) : kMinusInf);
+      } else {
 #pragma omp simd reduction(max : max)
-      for (int64_t j = 0; j < cols; ++j) max = std::max(max, scale * sr[j]);
-    }
-    double sum = 0;
-    if (valid) {
+        for (int64_t j = 0; j < cols; ++j) max = std::max(max, scale * load(sr[j]));
+      }
+      double sum = 0;
+      if (valid) {
 #pragma omp simd reduction(+ : sum)
-      for (int64_t j = 0; j < cols; ++j) {
-        const float e = valid[j] ? fast_exp(scale * sr[j] - max) : 0.0f;
-        pr[j] = e;
-        sum += e;
-      }
-    } else {
+        for (int64_t j = 0; j < cols; ++j) {
+          const float e = valid[j] ? fast_exp(scale * load(sr[j]) - max) : 0.0f;
+          pr[j] = e;
+          sum += e;
+        }
+      } else {
 #pragma omp simd reduction(+ : sum)
-      for (int64_t j = 0; j < cols; ++j) {
-        const float e = fast_exp(scale * sr[j] - max);
-        pr[j] = e;
-        sum += e;
+        for (int64_t j = 0; j < cols; ++j) {
+          const float e = fast_exp(scale * load(sr[j]) - max);
+          pr[j] = e;
+          sum += e;
+        }
       }
-    }
-    const float inv = sum > 0 ? static_cast<float>(1.0 / sum) : 0.0f;
-    if (p_bf16) {
-      bf16* br = p_bf16 + r * cols;
+      const float inv = sum > 0 ? static_cast<float>(1.0 / sum) : 0.0f;
+      if (p_bf16) {
+        bf16* br = p_bf16 + r * cols;
 #pragma omp simd
-      for (int64_t j = 0; j < cols; ++j) {
-        pr[j] *= inv;
-        br[j] = to_bf16(pr[j]);
+        for (int64_t j = 0; j < cols; ++j) {
+          pr[j] *= inv;
+          br[j] = to_bf16(pr[j]);
+        }
+      } else {
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) pr[j] *= inv;
       }
-    } else {
-#pragma omp simd
-      for (int64_t j = 0; j < cols; ++j) pr[j] *= inv;
     }
   }
 }
@@ -96,6 +108,12 @@ void softmax_forward_bf16(const float* s, float* p, bf16* p_bf16, int64_t rows, 
                           const uint8_t* key_valid, int64_t rows_per_mask) {
   const KernelTimer timer(KernelKind::softmax);
   softmax_rows(s, p, p_bf16, rows, cols, scale, key_valid, rows_per_mask);
+}
+
+void softmax_forward_bf16_in_place(bf16* s, int64_t rows, int64_t cols, float scale, const uint8_t* key_valid,
+                                   int64_t rows_per_mask) {
+  const KernelTimer timer(KernelKind::softmax);
+  softmax_rows<bf16>(s, nullptr, s, rows, cols, scale, key_valid, rows_per_mask);
 }
 
 void softmax_backward(const float* dp, const float* p, float* ds, int64_t rows, int64_t cols, float scale) {

@@ -140,7 +140,9 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
     if (compress_first_ && spec.projection == ProjectionKind::linear)
       x_bf16_ = ws.reserve_cache<bf16>(layer, "attn.x_bf16", {B, T, C_});
   }
-  probs_ = ws.reserve_cache(layer, "attn.probs", {B, H_, T, S});
+  // bf16 inference keeps the scores in bf16 only (probs_bf16_), so it needs less memory than fp32.
+  scores_in_bf16_ = ws.inference() && probs_bf16_;
+  if (!scores_in_bf16_) probs_ = ws.reserve_cache(layer, "attn.probs", {B, H_, T, S});
   const bool dropout = spec.attention_dropout > 0 && !ws.inference();
   if (dropout) probs_dropped_ = ws.reserve_cache(layer, "attn.probs_dropped", {B, H_, T, S});
   ctx_ = ws.reserve_cache(layer, "attn.ctx", {B, T, C_});
@@ -368,7 +370,6 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   const int64_t B = g.B, T = g.T, S = linformer_ ? K_ : T;
   const Extents e{B, T};
   const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
-  const TensorView<float> probs = ws_.view(probs_, e);
   const TensorView<float> ctx = ws_.view(ctx_, e);
   const auto x2 = x.reshape(Shape{B * T, C_});
   const float* b_in = in_proj_.b.data();
@@ -420,6 +421,18 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
 
   // scores (B, H, T, S) = Q_h K_hᵀ, then softmax(scale · scores) over real keys.
   const bool rounds_bf16 = runs_bf16();
+  const uint8_t* mask = linformer_ ? nullptr : key_valid;
+  if (scores_in_bf16_) {  // inference: the scores in bf16, their softmax in place, then P V
+    LF_CHECK(rounds_bf16, "attention layer {}: built for bf16 inference, run with f32 matmuls", layer_);
+    const HeadsBf16 rounded = round_heads_into_bf16_caches(e);
+    const TensorView<bf16> probs_bf16 = ws_.view(probs_bf16_, e);
+    matmul(rounded.queries, rounded.keys.transpose(2, 3), probs_bf16);
+    softmax_forward_bf16_in_place(probs_bf16.data(), B * H_ * T, S, scale, mask, H_ * T);
+    matmul(TensorView<const bf16>(probs_bf16), rounded.values, heads(ctx));
+    out_proj_.forward(ctx.reshape(Shape{B * T, C_}), y.reshape(Shape{B * T, C_}));
+    return;
+  }
+  const TensorView<float> probs = ws_.view(probs_, e);
   HeadsBf16 rounded;
   if (rounds_bf16) {
     rounded = round_heads_into_bf16_caches(e);
@@ -428,7 +441,6 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
     matmul(queries, keys.transpose(2, 3), probs);
   }
   const bool dropped = pass.training && spec_.attention_dropout > 0;
-  const uint8_t* mask = linformer_ ? nullptr : key_valid;
   // Without dropout, P itself is the P·V operand: softmax writes its bf16 rounding too.
   const TensorView<bf16> probs_bf16 = rounds_bf16 ? ws_.view(probs_bf16_, e) : TensorView<bf16>{};
   if (rounds_bf16 && !dropped)

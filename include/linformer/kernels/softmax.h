@@ -22,6 +22,10 @@ void softmax_backward(const float* dp, const float* p, float* ds, int64_t rows, 
 // bf16 operands). Each equals to_bf16 of what the f32 kernel writes.
 void softmax_forward_bf16(const float* s, float* p, bf16* p_bf16, int64_t rows, int64_t cols, float scale,
                           const uint8_t* key_valid = nullptr, int64_t rows_per_mask = 1);
+// Inference's bf16 path: scores s kept in bf16 become their probabilities in place, computed in
+// f32: equal to to_bf16 of softmax_forward of the scores' f32 values.
+void softmax_forward_bf16_in_place(bf16* s, int64_t rows, int64_t cols, float scale,
+                                   const uint8_t* key_valid = nullptr, int64_t rows_per_mask = 1);
 void softmax_backward_bf16(const float* dp, const float* p, bf16* ds, int64_t rows, int64_t cols, float scale);
 
 }  // namespace linformer

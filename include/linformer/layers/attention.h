@@ -123,6 +123,9 @@ class Attention {
   // d_probs (B,H,T,S).
   Buffer<bf16> qkv_bf16_, kv_bf16_, probs_bf16_, d_ctx_bf16_, d_probs_bf16_;
   Buffer<bf16> x_bf16_;  // cache (B,T,C): see caches_x_bf16; d_ctx_bf16_ then also holds dQ's rounding
+  // bf16 inference: the scores are written in bf16 into probs_bf16_ and become P there (no f32
+  // probs_): half of fp32's score memory, where otherwise bf16 would keep both.
+  bool scores_in_bf16_ = false;
 };
 
 }  // namespace linformer
