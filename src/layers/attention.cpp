@@ -187,6 +187,8 @@ TensorView<const float> Attention::masked_input(const BatchGeometry& g, TensorVi
 
 bool Attention::runs_bf16() const { return qkv_bf16_ && matmul_bf16_operands(); }
 
+bool Attention::ctx_in_bf16() const { return runs_bf16() && out_proj_.keeps_bf16_caches(); }
+
 bool Attention::caches_x_bf16(const BatchGeometry& g) const {
   if (!x_bf16_ || !runs_bf16()) return false;
   for (int64_t b = 0; b < g.B; ++b)
@@ -455,6 +457,13 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
                   dropout_stream(DropoutSite::attention_probs, layer_, pass));
   }
   // ctx_h (B, H, T, D) = P_h V_h
+  if (ctx_in_bf16()) {  // written rounded, straight into out_proj's input cache (no f32 ctx)
+    const TensorView<bf16> ctx_bf16 = out_proj_.input_bf16(B * T).reshape(Shape{B, T, C_});
+    matmul(dropped ? convert_to_bf16(used, probs_bf16.data()) : TensorView<const bf16>(probs_bf16), rounded.values,
+           heads(ctx_bf16));
+    out_proj_.forward_rounded(y.reshape(Shape{B * T, C_}));
+    return;
+  }
   if (rounds_bf16)
     matmul(dropped ? convert_to_bf16(used, probs_bf16.data()) : TensorView<const bf16>(probs_bf16), rounded.values,
            heads(ctx));
@@ -478,8 +487,16 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   const auto dx2 = dx.reshape(Shape{B * T, C_});
   float* db_in = in_proj_.db.data();
 
-  // In the forward pass: y = ctx W_oᵀ + b_o.
-  out_proj_.backward(dy.reshape(Shape{B * T, C_}), ctx.reshape(Shape{B * T, C_}), d_ctx.reshape(Shape{B * T, C_}));
+  // In the forward pass: y = ctx W_oᵀ + b_o. On the bf16 path d_ctx is written only rounded
+  // (both products that read it take bf16 operands).
+  const TensorView<bf16> d_ctx_bf16 = ctx_in_bf16() ? ws_.view(d_ctx_bf16_, e) : TensorView<bf16>{};  // (B, T, C)
+  if (d_ctx_bf16.data()) {
+    const auto dy2 = dy.reshape(Shape{B * T, C_});
+    convert_to_bf16(dy2, out_proj_.output_gradient_bf16(B * T).data());
+    out_proj_.backward_rounded(dy2, d_ctx_bf16.reshape(Shape{B * T, C_}));
+  } else {
+    out_proj_.backward(dy.reshape(Shape{B * T, C_}), ctx.reshape(Shape{B * T, C_}), d_ctx.reshape(Shape{B * T, C_}));
+  }
 
   // Q, K, V (as the forward pass used them) and their gradients' buffers, per head.
   const TensorView<float> qkv = ws_.view(qkv_, e);
@@ -507,9 +524,10 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   if (rounds_bf16) {
     rounded = bf16_heads_from_caches(e);
     used_bf16 = ws_.view(probs_bf16_, e);
-    const TensorView<const bf16> d_ctx_bf16 = heads(convert_to_bf16(d_ctx, ws_.view(d_ctx_bf16_, e).data()));
-    matmul(d_ctx_bf16, rounded.values.transpose(2, 3), d_probs);
-    matmul(used_bf16.transpose(2, 3), d_ctx_bf16, d_values);
+    const TensorView<const bf16> d_ctx_h =
+        heads(d_ctx_bf16.data() ? TensorView<const bf16>(d_ctx_bf16) : convert_to_bf16(d_ctx, ws_.view(d_ctx_bf16_, e).data()));
+    matmul(d_ctx_h, rounded.values.transpose(2, 3), d_probs);
+    matmul(used_bf16.transpose(2, 3), d_ctx_h, d_values);
   } else {
     matmul(d_ctx_h, values.transpose(2, 3), d_probs);
     matmul(used.transpose(2, 3), d_ctx_h, d_values);

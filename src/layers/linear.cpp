@@ -53,6 +53,16 @@ void Linear::backward_rounded(TensorView<const float> dy, TensorView<float> dx, 
   matmul(dy_bf16.transpose(0, 1), x_bf16, dw, Accumulate::add);
 }
 
+void Linear::backward_rounded(TensorView<const float> dy, TensorView<bf16> dx_bf16, bool with_bias) const {
+  const int64_t rows = dy.size(0);
+  const TensorView<const bf16> x_bf16 = input_bf16(rows);             // (rows, in), from forward
+  const TensorView<const bf16> dy_bf16 = output_gradient_bf16(rows);  // (rows, out), from the caller
+  LF_CHECK(x_bf16.data() != nullptr, "{}: backward from a bf16 gradient without bf16 caches", name_);
+  if (with_bias) add_column_sums(dy.data(), dy.size(0), dy.size(1), dy.stride(0), db.data());
+  matmul(dy_bf16, w_bf16, dx_bf16);
+  matmul(dy_bf16.transpose(0, 1), x_bf16, dw, Accumulate::add);
+}
+
 void Linear::forward(TensorView<const float> x, TensorView<float> y, bool with_bias) const {
   const float* bias = with_bias ? b.data() : nullptr;
   if (caches_bf16(x)) {

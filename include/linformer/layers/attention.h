@@ -98,6 +98,9 @@ class Attention {
   HeadsBf16 round_heads_into_bf16_caches(const Extents& e) const;
   HeadsBf16 bf16_heads_from_caches(const Extents& e) const;
   bool runs_bf16() const;
+  // Training on the bf16 path: P·V writes ctx rounded into out_proj's input cache, and out_proj's
+  // backward writes d_ctx rounded into d_ctx_bf16_: neither is kept in f32.
+  bool ctx_in_bf16() const;
 
   const ModelSpec& spec_;
   const Workspace& ws_;

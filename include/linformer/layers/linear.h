@@ -52,6 +52,9 @@ struct Linear {
   TensorView<bf16> output_gradient_bf16(int64_t rows) const;
   void backward_rounded(TensorView<const float> dy, TensorView<float> dx, Accumulate dx_mode = Accumulate::overwrite,
                         bool with_bias = true) const;
+  // The same with dx written only rounded (a bf16-result matmul), for a dx that feeds only bf16
+  // products.
+  void backward_rounded(TensorView<const float> dy, TensorView<bf16> dx_bf16, bool with_bias = true) const;
 
  private:
   // True when x (contiguous) goes through the bf16 caches.
