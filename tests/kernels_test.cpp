@@ -275,6 +275,29 @@ TEST(Gelu, ForwardAndBackwardMatchTheErfForm) {
   }
 }
 
+// The bf16 path's fused cross-entropy: the loss of the f32 kernel, its gradient rounded, the
+// logits left alone, and the gradient's column sums added as add_column_sums adds them.
+TEST(CrossEntropy, Bf16GradientIsTheRoundedF32OneAndItsColumnSumsAreAddColumnSums) {
+  const int64_t rows = 13, V = 333;  // rows over both threads; V not a multiple of the SIMD width
+  const auto logits = random_vector(rows * V, 5, 3.0f);
+  std::vector<int32_t> targets(rows);
+  for (int64_t r = 0; r < rows; ++r) targets[r] = static_cast<int32_t>((r * 37) % V);
+  const float scale = 0.125f;
+  std::vector<float> f32 = logits, sums(V, 0.5f), fused_sums(V, 0.5f), kept = logits;
+  std::vector<bf16> grad(rows * V);
+  const auto a = cross_entropy(f32.data(), targets.data(), rows, V, scale);
+  add_column_sums(f32.data(), rows, V, V, sums.data());
+  const auto b = cross_entropy_bf16_gradient(kept.data(), targets.data(), rows, V, scale, grad.data(), fused_sums.data());
+  EXPECT_EQ(a.loss_sum, b.loss_sum);
+  EXPECT_EQ(a.correct, b.correct);
+  for (int64_t i = 0; i < rows * V; ++i) {
+    ASSERT_EQ(grad[i].bits, to_bf16(f32[i]).bits) << i;
+    ASSERT_EQ(kept[i], logits[i]) << i;
+  }
+  for (int64_t j = 0; j < V; ++j) ASSERT_EQ(fused_sums[j], sums[j]) << j;
+  EXPECT_NE(sums[targets[0]], 0.5f);  // a target column's sum moved
+}
+
 TEST(CrossEntropy, LossAccuracyAndGradient) {
   const int64_t rows = 3, V = 7;
   auto logits = random_vector(rows * V, 1, 2.0f);

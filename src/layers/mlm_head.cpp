@@ -49,6 +49,8 @@ MlmHead::MlmHead(const ModelSpec& spec, const Parameters& params, Workspace& ws,
   d_b_ = ws.reserve_backward("head.d_b", {M, C});
   dense_.reserve_bf16_operands(ws, M);
   // bf16 path: the logits' gradient, the largest operand of the step, rounded once for both products.
+  // The cross-entropy writes it (forward with a gradient scale, which forward_backward always follows
+  // with backward), and adds the output bias's gradient in the same pass.
   if (tokens_bf16_.data() != nullptr) d_logits_bf16_ = ws.reserve_backward<bf16>("head.d_logits_bf16", {M, spec.vocab_size});
 }
 
@@ -67,8 +69,16 @@ CrossEntropyResult MlmHead::forward(TensorView<const float> x, const int32_t* po
   ln_.forward(act, out, ws_.view(mean_, mc).data(), ws_.view(rstd_, mc).data());
   if (reads_bf16_copy(tokens_bf16_)) matmul(out, tokens_bf16_.transpose(0, 1), logits, Accumulate::overwrite, bias_.data());
   else matmul(out, TensorView<const float>(tokens_).transpose(0, 1), logits, Accumulate::overwrite, bias_.data());
-  const CrossEntropyResult result = cross_entropy(logits.data(), targets, M, V, grad_scale);
   // The padding rows' gradient is zero, so they add nothing to the parameters' gradients.
+  gradient_in_bf16_ = grad_scale != 0 && d_logits_bf16_ && reads_bf16_copy(tokens_bf16_);
+  if (gradient_in_bf16_) {  // d_logits only rounded (both products read it so); d_bias += its column sums
+    const TensorView<bf16> d_logits_bf16 = ws_.view(d_logits_bf16_, mc);
+    const CrossEntropyResult result =
+        cross_entropy_bf16_gradient(logits.data(), targets, M, V, grad_scale, d_logits_bf16.data(), d_bias_.data());
+    std::fill(d_logits_bf16.data() + M * V, d_logits_bf16.data() + Mp * V, to_bf16(0.0f));
+    return result;
+  }
+  const CrossEntropyResult result = cross_entropy(logits.data(), targets, M, V, grad_scale);
   if (grad_scale != 0) std::memset(logits.data() + M * V, 0, sizeof(float) * static_cast<size_t>((Mp - M) * V));
   return result;
 }
@@ -81,12 +91,12 @@ void MlmHead::backward(TensorView<float> dx, const int32_t* positions, int64_t M
   const TensorView<float> d_a = ws_.view(d_a_, mc), d_b = ws_.view(d_b_, mc);
   // In the forward pass: logits = out tokensᵀ + bias. So d_out = d_logits tokens,
   // d_tokens += d_logitsᵀ out, d_bias += Σ_rows d_logits.
-  add_column_sums(d_logits.data(), M, d_logits.size(1), d_logits.size(1), d_bias_.data());
-  if (d_logits_bf16_ && reads_bf16_copy(tokens_bf16_)) {
-    const TensorView<const bf16> d_logits_bf16 = convert_to_bf16(d_logits, ws_.view(d_logits_bf16_, mc).data());
+  if (gradient_in_bf16_) {  // d_logits (rounded) and d_bias from forward's cross-entropy
+    const TensorView<const bf16> d_logits_bf16 = ws_.view(d_logits_bf16_, mc);
     matmul(d_logits_bf16, tokens_bf16_, d_a);
     matmul(d_logits_bf16.transpose(0, 1), out, d_tokens_, Accumulate::add);
   } else {
+    add_column_sums(d_logits.data(), M, d_logits.size(1), d_logits.size(1), d_bias_.data());
     matmul(d_logits, tokens_, d_a);
     matmul(d_logits.transpose(0, 1), out, d_tokens_, Accumulate::add);
   }

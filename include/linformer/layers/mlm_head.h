@@ -20,7 +20,10 @@ class MlmHead {
   static double forward_flops(const ModelSpec& spec, double M);
 
   // x (rows, C); positions (M) index its rows. Leaves the logits in logits(M) when grad_scale == 0;
-  // otherwise replaces them with the gradient of grad_scale · (Σ cross-entropy).
+  // otherwise replaces them with the gradient of grad_scale · (Σ cross-entropy) (on the bf16 path
+  // the logits stay, the gradient goes only rounded into a scratch, and the output bias's
+  // gradient is accumulated here already: forward with a gradient scale is always followed by
+  // backward).
   CrossEntropyResult forward(TensorView<const float> x, const int32_t* positions, const int32_t* targets, int64_t M,
                              float grad_scale);
   // Overwrites dx (rows, C): zero except at the masked rows. Accumulates parameter gradients.
@@ -38,6 +41,7 @@ class MlmHead {
   Buffer<float> z_, pre_, act_, out_, mean_, rstd_, logits_;  // caches: (M, C) ×4, (M) ×2, (M, V)
   Buffer<float> d_a_, d_b_;                                   // shared scratch (M, C)
   Buffer<bf16> d_logits_bf16_;                                // bf16 path: scratch (M, V)
+  bool gradient_in_bf16_ = false;  // forward wrote d_logits_bf16_ and added the output bias's gradient
 };
 
 }  // namespace linformer
