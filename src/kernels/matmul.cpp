@@ -243,13 +243,13 @@ void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<float
   run_primitive(a, b, c, mode, bias);
 }
 
-void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<bf16> c) {
+void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<bf16> c, const float* bias) {
   LF_CHECK(cpu_has_bf16(), "a bf16 matmul needs a CPU with avx512_bf16 (oneDNN's ISA here: {})",
            dnnl_cpu_isa_name());
-  if (!check_matmul(a, b, c, Accumulate::overwrite, nullptr)) return;
+  if (!check_matmul(a, b, c, Accumulate::overwrite, bias)) return;
   const int64_t k = a.size(c.rank() - 1);
   const KernelTimer timer(KernelKind::matmul, 2.0 * static_cast<double>(c.numel()) * static_cast<double>(k));
-  run_primitive(a, b, c, Accumulate::overwrite, nullptr);
+  run_primitive(a, b, c, Accumulate::overwrite, bias);
 }
 
 void matmul(TensorView<const float> a, TensorView<const bf16> b, TensorView<float> c, Accumulate mode,

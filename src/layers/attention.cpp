@@ -214,10 +214,10 @@ Attention::HeadsBf16 Attention::bf16_heads_from_caches(const Extents& e) const {
   return {heads(qkv), part(kv, 0), part(kv, 1)};
 }
 
-Attention::HeadsBf16 Attention::round_heads_into_bf16_caches(const Extents& e) const {
+Attention::HeadsBf16 Attention::round_heads_into_bf16_caches(const Extents& e, bool projected_rounded) const {
   const TensorView<float> qkv = ws_.view(qkv_, e);
   // Full attention rounds Q | K | V; Linformer Q (the first C columns of its buffer) and K̃ | Ṽ.
-  convert_to_bf16(linformer_ ? qkv.slice(2, 0, C_) : qkv, ws_.view(qkv_bf16_, e).data());
+  if (!projected_rounded) convert_to_bf16(linformer_ ? qkv.slice(2, 0, C_) : qkv, ws_.view(qkv_bf16_, e).data());
   if (linformer_) convert_to_bf16(ws_.view(kv_, e), ws_.view(kv_bf16_, e).data());
   return bf16_heads_from_caches(e);
 }
@@ -377,9 +377,16 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   const float* b_in = in_proj_.b.data();
 
   TensorView<float> queries, keys, values;  // per head (B, H, T or S, D)
+  // On the bf16 path of training, Q (and full attention's K and V) feed only bf16 products: their
+  // projection then writes them rounded into their bf16 cache, never in f32.
+  bool projected_rounded = false;
   if (!linformer_) {
     const TensorView<float> qkv = ws_.view(qkv_, e);  // (B, T, 3C)
-    in_proj_.forward(x2, qkv.reshape(Shape{B * T, 3 * C_}));
+    projected_rounded = runs_bf16() && in_proj_.keeps_bf16_caches() && x2.is_contiguous();
+    if (projected_rounded)
+      in_proj_.forward(x2, ws_.view(qkv_bf16_, e).reshape(Shape{B * T, 3 * C_}));
+    else
+      in_proj_.forward(x2, qkv.reshape(Shape{B * T, 3 * C_}));
     queries = heads(qkv_part(qkv, 0));
     keys = heads(qkv_part(qkv, 1));
     values = heads(qkv_part(qkv, 2));
@@ -389,9 +396,10 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
       // Q = x W_Qᵀ + b_Q; x̃ = P(real ⊙ x) (B, K, C); K̃ = x̃_E W_Kᵀ + b_K, Ṽ = x̃_F W_Vᵀ + b_V.
       const TensorView<float> q = ws_.view(qkv_, e);
       const TensorView<const bf16> x_bf16 = round_x_into_bf16_cache(g, x);  // (B, T, C) or empty
-      if (x_bf16.data())
+      projected_rounded = x_bf16.data() != nullptr;
+      if (projected_rounded)
         matmul(x_bf16.reshape(Shape{B * T, C_}), in_proj_.w_bf16.slice(0, 0, C_).transpose(0, 1),
-               q.reshape(Shape{B * T, C_}), Accumulate::overwrite, b_in);
+               ws_.view(qkv_bf16_, e).reshape(Shape{B * T, C_}), b_in);
       else
         matmul(x2, w_in(0, 1).transpose(0, 1), q.reshape(Shape{B * T, C_}), Accumulate::overwrite, b_in);
       const TensorView<float> xc_e = ws_.view(xc_e_, e), xc_f = ws_.view(xc_f_, e);
@@ -426,7 +434,7 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   const uint8_t* mask = linformer_ ? nullptr : key_valid;
   if (scores_in_bf16_) {  // inference: the scores in bf16, their softmax in place, then P V
     LF_CHECK(rounds_bf16, "attention layer {}: built for bf16 inference, run with f32 matmuls", layer_);
-    const HeadsBf16 rounded = round_heads_into_bf16_caches(e);
+    const HeadsBf16 rounded = round_heads_into_bf16_caches(e, projected_rounded);
     const TensorView<bf16> probs_bf16 = ws_.view(probs_bf16_, e);
     matmul(rounded.queries, rounded.keys.transpose(2, 3), probs_bf16);
     softmax_forward_bf16_in_place(probs_bf16.data(), B * H_ * T, S, scale, mask, H_ * T);
@@ -437,7 +445,7 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   const TensorView<float> probs = ws_.view(probs_, e);
   HeadsBf16 rounded;
   if (rounds_bf16) {
-    rounded = round_heads_into_bf16_caches(e);
+    rounded = round_heads_into_bf16_caches(e, projected_rounded);
     matmul(rounded.queries, rounded.keys.transpose(2, 3), probs);
   } else {
     matmul(queries, keys.transpose(2, 3), probs);

@@ -75,6 +75,13 @@ void Linear::forward(TensorView<const float> x, TensorView<float> y, bool with_b
   }
 }
 
+void Linear::forward(TensorView<const float> x, TensorView<bf16> y_bf16) const {
+  LF_CHECK(caches_bf16(x), "{}: a bf16 output needs the bf16 caches and a contiguous input", name_);
+  const TensorView<bf16> x_bf16 = input_bf16(x.size(0));  // (rows, in)
+  convert_to_bf16(x, x_bf16.data());
+  matmul(x_bf16, w_bf16.transpose(0, 1), y_bf16, b.data());
+}
+
 void Linear::backward(TensorView<const float> dy, TensorView<const float> x, TensorView<float> dx, Accumulate dx_mode,
                       bool with_bias) const {
   if (caches_bf16(x) && dy.stride(1) == 1) {  // rows of dy rounded into the (rows, out) scratch

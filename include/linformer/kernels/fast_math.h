@@ -29,7 +29,9 @@ inline float fast_exp(float x) {
   return p * __builtin_bit_cast(float, bits);  // (memcpy here would stop vectorisation)
 }
 
-inline float fast_erf(float x) {
+// erf(x) given gauss = fast_exp(-x * x), for callers that need that exponential too (GELU's
+// derivative): fast_erf(x) == fast_erf_given_gauss(x, fast_exp(-x * x)), bit for bit.
+inline float fast_erf_given_gauss(float x, float gauss) {
   // erf(|x|) = 1 - (a1 t + a2 t² + a3 t³ + a4 t⁴ + a5 t⁵) e^{-x²}, t = 1 / (1 + p|x|).
   const float ax = std::fabs(x);
   const float t = 1.0f / (1.0f + 0.3275911f * ax);
@@ -38,8 +40,10 @@ inline float fast_erf(float x) {
   poly = poly * t + 1.421413741f;
   poly = poly * t - 0.284496736f;
   poly = poly * t + 0.254829592f;
-  const float y = 1.0f - poly * t * fast_exp(-ax * ax);
+  const float y = 1.0f - poly * t * gauss;
   return std::copysign(y, x);
 }
+
+inline float fast_erf(float x) { return fast_erf_given_gauss(x, fast_exp(-x * x)); }
 
 }  // namespace linformer

@@ -25,9 +25,9 @@ void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<flo
 // bias stays f32). Needs a CPU with avx512_bf16 (cpu_has_bf16()); elsewhere it fails.
 void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<float> c,
             Accumulate mode = Accumulate::overwrite, const float* bias = nullptr);
-// And with a bf16 result: f32 accumulation, each element rounded once as it is written (inference
-// keeps attention scores in bf16 this way).
-void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<bf16> c);
+// And with a bf16 result: f32 accumulation (plus the f32 bias), each element rounded once as it is
+// written, for results that only feed bf16 products (inference's attention scores, training's Q).
+void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<bf16> c, const float* bias = nullptr);
 
 // With bf16 operands on (train.precision = "bf16"), the f32 matmul above rounds both operands to
 // bf16 (convert_to_bf16, into a per-thread scratch) and runs the bf16 matmul: f32 accumulation,

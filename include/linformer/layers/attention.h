@@ -95,7 +95,8 @@ class Attention {
   struct HeadsBf16 {
     TensorView<const bf16> queries, keys, values;
   };
-  HeadsBf16 round_heads_into_bf16_caches(const Extents& e) const;
+  // projected_rounded: the projections wrote Q (and full attention's K and V) rounded already.
+  HeadsBf16 round_heads_into_bf16_caches(const Extents& e, bool projected_rounded) const;
   HeadsBf16 bf16_heads_from_caches(const Extents& e) const;
   bool runs_bf16() const;
   // Training on the bf16 path: P·V writes ctx rounded into out_proj's input cache, and out_proj's

@@ -35,6 +35,9 @@ struct Linear {
   // instead of rounding w on every call.
   // x (rows, in) -> y (rows, out). Overwrites y. With `with_bias` false the bias is left out.
   void forward(TensorView<const float> x, TensorView<float> y, bool with_bias = true) const;
+  // The same with y written only rounded, for a y that feeds only bf16 products: x (contiguous)
+  // goes through the bf16 caches, which this Linear must keep (keeps_bf16_caches()).
+  void forward(TensorView<const float> x, TensorView<bf16> y_bf16) const;
 
   // In the forward pass: y = x Wᵀ + b. So dx = dy W (overwrites dx, skipped when dx is
   // empty or accumulates with dx_mode = add), dW += dyᵀ x, db += Σ_rows dy (when with_bias).
