@@ -258,6 +258,34 @@ TEST(Softmax, InPlaceOnBf16ScoresIsTheRoundingOfTheF32Softmax) {
   }
 }
 
+// Training's bf16 path: bf16 scores in, f32 P out (and its rounding over the scores), and a bf16
+// dP turned into the rounded d_scores in place: the f32 kernels on the same values, rounded.
+TEST(Softmax, TrainingFromBf16ScoresAndBf16GradientIsTheF32KernelsRounded) {
+  const int64_t rows = 67, cols = 45;
+  const float scale = 0.6f;
+  std::vector<uint8_t> valid(cols, 1);
+  valid[3] = 0;
+  const auto s = random_vector(rows * cols, 9, 4.0f), g = random_vector(rows * cols, 10);
+  std::vector<bf16> scores(rows * cols), dp(rows * cols);
+  std::vector<float> scores_f32(rows * cols), dp_f32(rows * cols), p(rows * cols), p_ref(rows * cols), ds(rows * cols);
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    scores[i] = to_bf16(s[i]);
+    scores_f32[i] = to_float(scores[i]);
+    dp[i] = to_bf16(g[i]);
+    dp_f32[i] = to_float(dp[i]);
+  }
+  softmax_forward(scores_f32.data(), p_ref.data(), rows, cols, scale, valid.data(), rows);
+  softmax_forward_bf16_scores(scores.data(), p.data(), scores.data(), rows, cols, scale, valid.data(), rows);
+  softmax_backward(dp_f32.data(), p_ref.data(), ds.data(), rows, cols, scale);
+  softmax_backward_bf16_gradient(dp.data(), p.data(), dp.data(), rows, cols, scale);
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    ASSERT_EQ(p[i], p_ref[i]) << i;
+    ASSERT_EQ(scores[i].bits, to_bf16(p_ref[i]).bits) << i;
+    ASSERT_EQ(dp[i].bits, to_bf16(ds[i]).bits) << i;
+  }
+  EXPECT_EQ(p[3], 0.0f);  // a masked key
+}
+
 TEST(Gelu, ForwardAndBackwardMatchTheErfForm) {
   const std::vector<float> x = {-4.0f, -1.5f, -0.3f, 0.0f, 0.2f, 1.0f, 3.5f};
   std::vector<float> y(x.size()), dx(x.size()), dy(x.size(), 1.0f);

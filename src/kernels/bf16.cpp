@@ -16,6 +16,13 @@ void convert_to_bf16(const float* in, bf16* out, size_t n) {
   for (int64_t i = 0; i < count; ++i) out[i] = to_bf16(in[i]);
 }
 
+void round_to_bf16_values(float* x, size_t n) {
+  const KernelTimer timer(KernelKind::bf16_conversion);
+  const auto count = static_cast<int64_t>(n);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < count; ++i) x[i] = to_float(to_bf16(x[i]));
+}
+
 void convert_to_float(const bf16* in, float* out, size_t n) {
   const auto count = static_cast<int64_t>(n);
 #pragma omp parallel for simd schedule(static)

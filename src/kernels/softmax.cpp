@@ -75,21 +75,25 @@ void softmax_rows(const In* s, float* p, bf16* p_bf16, int64_t rows, int64_t col
 }
 
 // The backward for both entry points: writes ds (f32) or ds_bf16, whichever is not null.
-template <typename Out>
-void softmax_backward_rows(const float* dp, const float* p, Out* ds, int64_t rows, int64_t cols, float scale) {
+template <typename In, typename Out>
+void softmax_backward_rows(const In* dp, const float* p, Out* ds, int64_t rows, int64_t cols, float scale) {
+  const auto load = [](In v) {
+    if constexpr (std::is_same_v<In, bf16>) return to_float(v);
+    else return v;
+  };
   // In the forward pass: p = softmax(scale * s). So ds_j = scale * p_j (dp_j - Σ_i dp_i p_i).
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
-    const float* dpr = dp + r * cols;
+    const In* dpr = dp + r * cols;  // may be ds's row (in place): each element is read before written
     const float* pr = p + r * cols;
     double dot = 0;
 #pragma omp simd reduction(+ : dot)
-    for (int64_t j = 0; j < cols; ++j) dot += static_cast<double>(dpr[j]) * pr[j];
+    for (int64_t j = 0; j < cols; ++j) dot += static_cast<double>(load(dpr[j])) * pr[j];
     Out* dsr = ds + r * cols;
     const float d = static_cast<float>(dot);
 #pragma omp simd
     for (int64_t j = 0; j < cols; ++j) {
-      const float v = scale * pr[j] * (dpr[j] - d);
+      const float v = scale * pr[j] * (load(dpr[j]) - d);
       if constexpr (std::is_same_v<Out, bf16>) dsr[j] = to_bf16(v);
       else dsr[j] = v;
     }
@@ -114,6 +118,18 @@ void softmax_forward_bf16_in_place(bf16* s, int64_t rows, int64_t cols, float sc
                                    int64_t rows_per_mask) {
   const KernelTimer timer(KernelKind::softmax);
   softmax_rows<bf16>(s, nullptr, s, rows, cols, scale, key_valid, rows_per_mask);
+}
+
+void softmax_forward_bf16_scores(const bf16* s, float* p, bf16* p_bf16, int64_t rows, int64_t cols, float scale,
+                                 const uint8_t* key_valid, int64_t rows_per_mask) {
+  const KernelTimer timer(KernelKind::softmax);
+  softmax_rows(s, p, p_bf16, rows, cols, scale, key_valid, rows_per_mask);
+}
+
+void softmax_backward_bf16_gradient(const bf16* dp, const float* p, bf16* ds, int64_t rows, int64_t cols,
+                                    float scale) {
+  const KernelTimer timer(KernelKind::softmax);
+  softmax_backward_rows(dp, p, ds, rows, cols, scale);
 }
 
 void softmax_backward(const float* dp, const float* p, float* ds, int64_t rows, int64_t cols, float scale) {

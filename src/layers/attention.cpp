@@ -442,21 +442,24 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
     out_proj_.forward(ctx.reshape(Shape{B * T, C_}), y.reshape(Shape{B * T, C_}));
     return;
   }
+  // With bf16 operands the scores are a bf16 result (as in PyTorch's autocast): the bf16 path writes
+  // them into the probabilities' bf16 cache, where the softmax (f32 arithmetic, P kept in f32 for
+  // backward) overwrites them with P's rounding, P itself being the P·V operand without dropout.
   const TensorView<float> probs = ws_.view(probs_, e);
+  const bool dropped = pass.training && spec_.attention_dropout > 0;
   HeadsBf16 rounded;
   if (rounds_bf16) {
     rounded = round_heads_into_bf16_caches(e, projected_rounded);
-    matmul(rounded.queries, rounded.keys.transpose(2, 3), probs);
+    const TensorView<bf16> scores = ws_.view(probs_bf16_, e);
+    matmul(rounded.queries, rounded.keys.transpose(2, 3), scores);
+    softmax_forward_bf16_scores(scores.data(), probs.data(), dropped ? nullptr : scores.data(), B * H_ * T, S, scale,
+                                mask, H_ * T);
   } else {
     matmul(queries, keys.transpose(2, 3), probs);
-  }
-  const bool dropped = pass.training && spec_.attention_dropout > 0;
-  // Without dropout, P itself is the P·V operand: softmax writes its bf16 rounding too.
-  const TensorView<bf16> probs_bf16 = rounds_bf16 ? ws_.view(probs_bf16_, e) : TensorView<bf16>{};
-  if (rounds_bf16 && !dropped)
-    softmax_forward_bf16(probs.data(), probs.data(), probs_bf16.data(), B * H_ * T, S, scale, mask, H_ * T);
-  else
+    if (matmul_bf16_operands()) round_to_bf16_values(probs.data(), probs.numel());  // the bf16 path's numbers
     softmax_forward(probs.data(), probs.data(), B * H_ * T, S, scale, mask, H_ * T);
+  }
+  const TensorView<bf16> probs_bf16 = rounds_bf16 ? ws_.view(probs_bf16_, e) : TensorView<bf16>{};
 
   TensorView<float> used = probs;
   if (dropped) {
@@ -526,32 +529,37 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   const TensorView<float> d_ctx_h = heads(d_ctx);
 
   // In the forward pass: ctx_h = P_used V_h. So dP_used = d_ctx_h V_hᵀ, dV_h = P_usedᵀ d_ctx_h.
-  const bool rounds_bf16 = runs_bf16();
-  HeadsBf16 rounded;
-  TensorView<const bf16> used_bf16;
-  if (rounds_bf16) {
-    rounded = bf16_heads_from_caches(e);
-    used_bf16 = ws_.view(probs_bf16_, e);
-    const TensorView<const bf16> d_ctx_h =
-        heads(d_ctx_bf16.data() ? TensorView<const bf16>(d_ctx_bf16) : convert_to_bf16(d_ctx, ws_.view(d_ctx_bf16_, e).data()));
-    matmul(d_ctx_h, rounded.values.transpose(2, 3), d_probs);
-    matmul(used_bf16.transpose(2, 3), d_ctx_h, d_values);
-  } else {
-    matmul(d_ctx_h, values.transpose(2, 3), d_probs);
-    matmul(used.transpose(2, 3), d_ctx_h, d_values);
-  }
-  if (dropped)  // P_used = dropout(P): the same mask on the gradient
-    dropout_apply(d_probs.data(), d_probs.data(), d_probs.numel(), spec_.attention_dropout, pass.seed,
-                  dropout_stream(DropoutSite::attention_probs, layer_, pass));
   // P = softmax(scale · Q Kᵀ): d_scores = scale · P ⊙ (dP - Σ dP P).
   // scores = Q_h K_hᵀ: dQ_h = d_scores K_h, dK_h = d_scoresᵀ Q_h.
-  if (rounds_bf16) {  // d_scores only as the two matmuls' bf16 operand
-    const TensorView<bf16> d_scores_bf16 = ws_.view(d_probs_bf16_, e);
-    softmax_backward_bf16(d_probs.data(), probs.data(), d_scores_bf16.data(), B * H_ * T, S, scale);
-    const TensorView<const bf16> d_scores = d_scores_bf16;
-    matmul(d_scores, rounded.keys, heads(qkv_part(d_qkv, 0)));
-    matmul(d_scores.transpose(2, 3), rounded.queries, d_keys);
+  // With bf16 operands dP is a bf16 result, like the scores; d_scores feeds only bf16 products.
+  const bool rounds_bf16 = runs_bf16();
+  const auto dropout_on_gradient = [&] {  // P_used = dropout(P): the same mask on the gradient
+    dropout_apply(d_probs.data(), d_probs.data(), d_probs.numel(), spec_.attention_dropout, pass.seed,
+                  dropout_stream(DropoutSite::attention_probs, layer_, pass));
+  };
+  if (rounds_bf16) {
+    const HeadsBf16 rounded = bf16_heads_from_caches(e);
+    const TensorView<const bf16> used_bf16 = ws_.view(probs_bf16_, e);
+    const TensorView<const bf16> d_ctx_h =
+        heads(d_ctx_bf16.data() ? TensorView<const bf16>(d_ctx_bf16) : convert_to_bf16(d_ctx, ws_.view(d_ctx_bf16_, e).data()));
+    const TensorView<bf16> d_scores = ws_.view(d_probs_bf16_, e);
+    if (!dropped) {  // dP in bf16, turned into d_scores in place
+      matmul(d_ctx_h, rounded.values.transpose(2, 3), d_scores);
+      softmax_backward_bf16_gradient(d_scores.data(), probs.data(), d_scores.data(), B * H_ * T, S, scale);
+    } else {
+      matmul(d_ctx_h, rounded.values.transpose(2, 3), d_probs);
+      round_to_bf16_values(d_probs.data(), d_probs.numel());
+      dropout_on_gradient();
+      softmax_backward_bf16(d_probs.data(), probs.data(), d_scores.data(), B * H_ * T, S, scale);
+    }
+    matmul(used_bf16.transpose(2, 3), d_ctx_h, d_values);
+    matmul(TensorView<const bf16>(d_scores), rounded.keys, heads(qkv_part(d_qkv, 0)));
+    matmul(TensorView<const bf16>(d_scores).transpose(2, 3), rounded.queries, d_keys);
   } else {
+    matmul(d_ctx_h, values.transpose(2, 3), d_probs);
+    if (matmul_bf16_operands()) round_to_bf16_values(d_probs.data(), d_probs.numel());  // the bf16 path's numbers
+    matmul(used.transpose(2, 3), d_ctx_h, d_values);
+    if (dropped) dropout_on_gradient();
     softmax_backward(d_probs.data(), probs.data(), d_probs.data(), B * H_ * T, S, scale);
     matmul(d_probs, keys, heads(qkv_part(d_qkv, 0)));
     matmul(d_probs.transpose(2, 3), heads(qkv_part(qkv, 0)), d_keys);

@@ -35,6 +35,9 @@ inline float to_float(bf16 x) {
 void convert_to_bf16(const float* in, bf16* out, size_t n);
 // out[i] = to_float(in[i]) for i < n, over the OpenMP threads.
 void convert_to_float(const bf16* in, float* out, size_t n);
+// x[i] = to_float(to_bf16(x[i])) for i < n: what a bf16-result matmul would have written, kept in
+// f32 (for the paths that round each matmul's operands themselves).
+void round_to_bf16_values(float* x, size_t n);
 
 // A bf16 copy of a strided view, written densely into `out` (in.numel() values) in the view's own
 // axis order by stride, so a transpose stays a transpose and a head slice of a wider row becomes
