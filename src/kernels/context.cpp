@@ -34,7 +34,7 @@ MatmulPrecision select_matmul_precision(bool want_bf16) {
   dnnl::set_default_fpmath_mode(dnnl::fpmath_mode::strict);
   const bool bf16 = want_bf16 && cpu_has_bf16();
   set_matmul_bf16_operands(bf16);
-  if (bf16) return {true, "bf16 matmuls (bf16 operands, f32 accumulation), fp32 weights, optimizer, LayerNorm, softmax and loss"};
+  if (bf16) return {true, "bf16 matmuls (bf16 operands, f32 accumulation; attention scores and their gradient rounded to bf16 as matmul results), fp32 weights, optimizer, LayerNorm, softmax arithmetic and loss"};
   if (!want_bf16) return {false, "fp32"};
   return {false, fmt::format("train.precision = \"bf16\" needs a CPU with avx512_bf16 (oneDNN's ISA here: {}); "
                              "running in fp32",
