@@ -286,6 +286,21 @@ TEST(Softmax, TrainingFromBf16ScoresAndBf16GradientIsTheF32KernelsRounded) {
   EXPECT_EQ(p[3], 0.0f);  // a masked key
 }
 
+// The bf16 path's GELU backward: the f32 kernel's gradient rounded, its column sums those of
+// add_column_sums over the f32 gradient, bit for bit.
+TEST(Gelu, Bf16BackwardIsTheRoundedF32OneAndItsColumnSumsAreAddColumnSums) {
+  const int64_t rows = 37, cols = 45;
+  const auto x = random_vector(rows * cols, 11, 2.0f), dy = random_vector(rows * cols, 12);
+  std::vector<float> dx(rows * cols), sums(cols, 0.25f), fused_sums(cols, 0.25f);
+  std::vector<bf16> dx_bf16(rows * cols);
+  gelu_backward(dy.data(), x.data(), dx.data(), rows * cols);
+  add_column_sums(dx.data(), rows, cols, cols, sums.data());
+  gelu_backward_bf16_column_sums(dy.data(), x.data(), dx_bf16.data(), rows, cols, fused_sums.data());
+  for (int64_t i = 0; i < rows * cols; ++i) ASSERT_EQ(dx_bf16[i].bits, to_bf16(dx[i]).bits) << i;
+  for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(fused_sums[c], sums[c]) << c;
+  EXPECT_NE(sums[0], 0.25f);
+}
+
 TEST(Gelu, ForwardAndBackwardMatchTheErfForm) {
   const std::vector<float> x = {-4.0f, -1.5f, -0.3f, 0.0f, 0.2f, 1.0f, 3.5f};
   std::vector<float> y(x.size()), dx(x.size()), dy(x.size(), 1.0f);

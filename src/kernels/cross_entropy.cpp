@@ -3,8 +3,7 @@
 #include "linformer/core/check.h"
 #include "linformer/kernels/fast_math.h"
 #include "linformer/kernels/kernel_timing.h"
-
-#include <omp.h>
+#include "linformer/kernels/reduce.h"
 
 #include <algorithm>
 #include <cmath>
@@ -24,13 +23,10 @@ CrossEntropyResult cross_entropy_rows(float* logits, const int32_t* targets, int
   double loss = 0;
   int64_t correct = 0;
   bool bad_target = false;
-  const int threads = omp_get_max_threads();
-  thread_local std::vector<double> partial;  // (threads, V) column sums, bf16 path only
-  if (grad_bf16) partial.assign(static_cast<size_t>(threads) * V, 0.0);
-  double* const sums = partial.data();
+  const ColumnSums sums(grad_bf16 ? V : 0);  // bf16 path: the gradient's column sums
 #pragma omp parallel reduction(+ : loss, correct) reduction(|| : bad_target)
   {
-    double* acc = grad_bf16 ? sums + static_cast<size_t>(omp_get_thread_num()) * V : nullptr;
+    double* acc = sums.for_this_thread();
     std::vector<float> row(grad_bf16 ? static_cast<size_t>(V) : 0);  // (V) bf16 path: a gradient row in f32
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
@@ -70,9 +66,7 @@ CrossEntropyResult cross_entropy_rows(float* logits, const int32_t* targets, int
     }
   }
   LF_CHECK(!bad_target, "a target id is outside the vocabulary [0, {})", V);
-  if (grad_bf16 && grad_scale != 0.0f)
-    for (int t = 0; t < threads; ++t)
-      for (int64_t j = 0; j < V; ++j) column_sums[j] += static_cast<float>(partial[static_cast<size_t>(t) * V + j]);
+  if (grad_bf16 && grad_scale != 0.0f) sums.add_into(column_sums);
   return {loss, correct};
 }
 

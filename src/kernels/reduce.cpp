@@ -16,24 +16,35 @@ void add_into(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+ColumnSums::ColumnSums(int64_t cols) : cols_(cols), threads_(omp_get_max_threads()) {
+  // Grows once per calling thread and is reused; shared with the team of the next region.
+  thread_local std::vector<double> partial;
+  partial.assign(static_cast<size_t>(threads_) * static_cast<size_t>(cols), 0.0);
+  sums_ = partial.data();
+}
+
+double* ColumnSums::for_this_thread() const {
+  return sums_ + static_cast<size_t>(omp_get_thread_num()) * static_cast<size_t>(cols_);
+}
+
+void ColumnSums::add_into(float* out) const {
+  for (int t = 0; t < threads_; ++t)
+    for (int64_t c = 0; c < cols_; ++c) out[c] += static_cast<float>(sums_[static_cast<size_t>(t) * cols_ + c]);
+}
+
 void add_column_sums(const float* x, int64_t rows, int64_t cols, int64_t row_stride, float* out) {
   const KernelTimer timer(KernelKind::reduce);
-  const int threads = omp_get_max_threads();
-  // Per-thread partial sums; the buffer grows once and is reused.
-  thread_local std::vector<double> partial;
-  partial.assign(static_cast<size_t>(threads) * cols, 0.0);
-  double* const sums = partial.data();  // the calling thread's buffer, shared with the team
+  const ColumnSums sums(cols);
 #pragma omp parallel
   {
-    double* acc = sums + static_cast<size_t>(omp_get_thread_num()) * cols;
+    double* acc = sums.for_this_thread();
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = x + r * row_stride;
       for (int64_t c = 0; c < cols; ++c) acc[c] += xr[c];
     }
   }
-  for (int t = 0; t < threads; ++t)
-    for (int64_t c = 0; c < cols; ++c) out[c] += static_cast<float>(partial[static_cast<size_t>(t) * cols + c]);
+  sums.add_into(out);
 }
 
 void gather_rows(const float* x, const int32_t* index, float* y, int64_t rows, int64_t C) {

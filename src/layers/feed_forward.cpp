@@ -68,8 +68,10 @@ void FeedForward::backward(TensorView<const float> x, TensorView<const float> dy
   if (fused_bf16_) {  // act exists only as fc2's bf16 input; no dropout
     convert_to_bf16(dy, fc2_.output_gradient_bf16(r.N).data());
     fc2_.backward_rounded(dy, d_act);
-    gelu_backward_bf16(d_act.data(), pre.data(), d_act.data(), fc1_.output_gradient_bf16(r.N).data(), d_act.numel());
-    fc1_.backward_rounded(d_act, dx);
+    // GELU's gradient only rounded, fc1's bias gradient from the same pass.
+    gelu_backward_bf16_column_sums(d_act.data(), pre.data(), fc1_.output_gradient_bf16(r.N).data(), d_act.size(0),
+                                   d_act.size(1), fc1_.db.data());
+    fc1_.backward_rounded(d_act, dx, Accumulate::overwrite, /*with_bias=*/false);  // d_act: only its row count
     return;
   }
   const TensorView<float> act = ws_.view(act_, r);

@@ -8,6 +8,23 @@ namespace linformer {
 // out[c] += Σ_r x[r * row_stride + c] for c < cols (bias gradients). Accumulates.
 void add_column_sums(const float* x, int64_t rows, int64_t cols, int64_t row_stride, float* out);
 
+// The column sums add_column_sums computes, for a kernel that produces the rows itself (a fused
+// gradient pass): each OpenMP thread adds its rows into its own double partial sums
+// (for_this_thread(), inside a parallel region whose loop over rows is `omp for
+// schedule(static)`), then add_into() adds the threads' partials in thread order. The same split
+// and order as add_column_sums, so the sums are bit-identical to its.
+class ColumnSums {
+ public:
+  explicit ColumnSums(int64_t cols);  // on the thread that will start the parallel region
+  double* for_this_thread() const;
+  void add_into(float* out) const;
+
+ private:
+  int64_t cols_;
+  int threads_;
+  double* sums_;  // (threads, cols): the constructing thread's reusable buffer
+};
+
 // y[i] += x[i] for i < n. Accumulates.
 void add_into(float* y, const float* x, int64_t n);
 
