@@ -46,24 +46,17 @@ void gelu_forward_bf16(const float* x, bf16* y, int64_t n) {
 void gelu_backward_bf16_column_sums(const float* dy, const float* x, bf16* dx_bf16, int64_t rows, int64_t cols,
                                     float* column_sums) {
   const KernelTimer timer(KernelKind::gelu);
-  const ColumnSums sums(cols);
-#pragma omp parallel
-  {
-    double* acc = sums.for_this_thread();
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* dyr = dy + r * cols;
-      const float* xr = x + r * cols;
-      bf16* dxr = dx_bf16 + r * cols;
+  for_rows_adding_column_sums(rows, cols, column_sums, [&](int64_t r, double* acc) {
+    const float* dyr = dy + r * cols;
+    const float* xr = x + r * cols;
+    bf16* dxr = dx_bf16 + r * cols;
 #pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) {
-        const float d = dyr[c] * gelu_derivative(xr[c]);
-        dxr[c] = to_bf16(d);
-        acc[c] += d;
-      }
+    for (int64_t c = 0; c < cols; ++c) {
+      const float d = dyr[c] * gelu_derivative(xr[c]);
+      dxr[c] = to_bf16(d);
+      acc[c] += d;
     }
-  }
-  sums.add_into(column_sums);
+  });
 }
 
 void tanh_forward(const float* x, float* y, int64_t n) {

@@ -34,17 +34,10 @@ void ColumnSums::add_into(float* out) const {
 
 void add_column_sums(const float* x, int64_t rows, int64_t cols, int64_t row_stride, float* out) {
   const KernelTimer timer(KernelKind::reduce);
-  const ColumnSums sums(cols);
-#pragma omp parallel
-  {
-    double* acc = sums.for_this_thread();
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = x + r * row_stride;
-      for (int64_t c = 0; c < cols; ++c) acc[c] += xr[c];
-    }
-  }
-  sums.add_into(out);
+  for_rows_adding_column_sums(rows, cols, out, [&](int64_t r, double* acc) {
+    const float* xr = x + r * row_stride;
+    for (int64_t c = 0; c < cols; ++c) acc[c] += xr[c];
+  });
 }
 
 void gather_rows(const float* x, const int32_t* index, float* y, int64_t rows, int64_t C) {

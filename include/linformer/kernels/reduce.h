@@ -25,6 +25,20 @@ class ColumnSums {
   double* sums_;  // (threads, cols): the constructing thread's reusable buffer
 };
 
+// Runs row(r, acc) for r < rows over the OpenMP threads (static split), acc the thread's double
+// column sums (cols) for row() to add its row into, then adds the sums into out.
+template <class Row>
+void for_rows_adding_column_sums(int64_t rows, int64_t cols, float* out, Row row) {
+  const ColumnSums sums(cols);
+#pragma omp parallel
+  {
+    double* acc = sums.for_this_thread();
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) row(r, acc);
+  }
+  sums.add_into(out);
+}
+
 // y[i] += x[i] for i < n. Accumulates.
 void add_into(float* y, const float* x, int64_t n);
 
