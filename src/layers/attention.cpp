@@ -111,7 +111,8 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
   const ProjectionNames names = projection_names(spec, layer);
   auto projection = [&](const std::string& name) {
     Projection proj;
-    if (!name.empty()) proj = {params.value(name), params.grad(name), !spec.freeze_projection};
+    if (!name.empty())
+      proj = {params.value(name), params.grad(name), !spec.freeze_projection, params.value_bf16_if_kept(name)};
     return proj;
   };
   proj_e_ = projection(names.e);
@@ -137,8 +138,10 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
     probs_bf16_ = ws.reserve_cache<bf16>(layer, "attn.probs_bf16", {B, H_, T, S});
     d_ctx_bf16_ = ws.reserve_backward<bf16>("attn.d_ctx_bf16", {B, T, C_});
     d_probs_bf16_ = ws.reserve_backward<bf16>("attn.d_probs_bf16", {B, H_, T, S});
-    if (compress_first_ && spec.projection == ProjectionKind::linear)
+    if (compress_first_ && spec.projection == ProjectionKind::linear) {
       x_bf16_ = ws.reserve_cache<bf16>(layer, "attn.x_bf16", {B, T, C_});
+      d_xc_bf16_ = ws.reserve_backward<bf16>("attn.d_xc_bf16", {B, K_, C_});
+    }
   }
   // bf16 inference keeps the scores in bf16 only (probs_bf16_), so it needs less memory than fp32.
   scores_in_bf16_ = ws.inference() && probs_bf16_;
@@ -232,8 +235,12 @@ void Attention::compress(const BatchGeometry& g, const Projection& p, TensorView
       if (p.value.rank() == 2) {
         // out_b (K, C) = E[:, :T] (K, T) · part_b (T, C), E broadcast over the batch.
         const TensorView<const float> e(p.value.data(), Shape{1, K, T}, Shape{K * n_, n_, 1});
-        if (part_bf16.data()) matmul(e, part_bf16, out);
-        else matmul(e, part, out);
+        if (part_bf16.data() && p.value_bf16.data())
+          matmul(TensorView<const bf16>(p.value_bf16.data(), Shape{1, K, T}, Shape{K * n_, n_, 1}), part_bf16, out);
+        else if (part_bf16.data())
+          matmul(e, part_bf16, out);
+        else
+          matmul(e, part, out);
       } else {
         // Per head: out_bh (K, D) = E_h[:, :T] (K, T) · part_bh (T, D).
         const TensorView<const float> e(p.value.data(), Shape{1, H_, K, T}, Shape{H_ * K * n_, K * n_, n_, 1});
@@ -286,9 +293,17 @@ void Attention::compress_backward(const BatchGeometry& g, const Projection& p, T
         // In the forward pass: out_b = E[:, :T] part_b. So d_part_b = E[:, :T]ᵀ d_out_b and
         // dE[:, :T] += Σ_b d_out_b part_bᵀ.
         const TensorView<const float> et(p.value.data(), Shape{1, T, K}, Shape{K * n_, 1, n_});
+        const TensorView<float> de(p.grad.data(), Shape{K, T}, Shape{n_, 1});
+        if (part_bf16.data() && p.value_bf16.data()) {  // bf16 path: d_out rounded once for all B + 1 products
+          const TensorView<const bf16> d_out_bf16 = convert_to_bf16(d_out, ws_.view(d_xc_bf16_, Extents{B, T}).data());
+          matmul(TensorView<const bf16>(p.value_bf16.data(), Shape{1, T, K}, Shape{K * n_, 1, n_}), d_out_bf16, d_part, mode);
+          if (p.trainable)
+            for (int64_t b = 0; b < B; ++b)
+              matmul(d_out_bf16.select(0, b), part_bf16.select(0, b).transpose(0, 1), de, Accumulate::add);
+          break;
+        }
         matmul(et, d_out, d_part, mode);
         if (p.trainable) {
-          const TensorView<float> de(p.grad.data(), Shape{K, T}, Shape{n_, 1});
           for (int64_t b = 0; b < B; ++b) {
             if (part_bf16.data()) matmul(d_out.select(0, b), part_bf16.select(0, b).transpose(0, 1), de, Accumulate::add);
             else matmul(d_out.select(0, b), part.select(0, b).transpose(0, 1), de, Accumulate::add);

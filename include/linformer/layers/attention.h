@@ -55,6 +55,7 @@ class Attention {
   struct Projection {
     TensorView<float> value, grad;  // (K, n) / (H, K, n) / (s) / (H, s); empty for pooling
     bool trainable = false;
+    TensorView<const bf16> value_bf16;  // value's bf16 copy, when the parameters keep them
   };
   // part (B, T, C), strided, padded rows zero -> out (B, K, C), strided. part_bf16, when given
   // (the bf16 path's cached x), is part's rounding, read by the linear projection's products.
@@ -127,6 +128,7 @@ class Attention {
   // d_probs (B,H,T,S).
   Buffer<bf16> qkv_bf16_, kv_bf16_, probs_bf16_, d_ctx_bf16_, d_probs_bf16_;
   Buffer<bf16> x_bf16_;  // cache (B,T,C): see caches_x_bf16; d_ctx_bf16_ then also holds dQ's rounding
+  Buffer<bf16> d_xc_bf16_;  // backward scratch (B,K,C): a compression's output gradient, rounded once
   // bf16 inference: the scores are written in bf16 into probs_bf16_ and become P there (no f32
   // probs_): half of fp32's score memory, where otherwise bf16 would keep both.
   bool scores_in_bf16_ = false;
