@@ -211,24 +211,19 @@ TEST(Softmax, MaskedForwardAndBackward) {
   }
 }
 
-TEST(Softmax, Bf16OutputsAreTheRoundingOfTheF32Ones) {
+TEST(Softmax, Bf16GradientFromAnF32OneIsTheRoundingOfTheF32Kernels) {
   const int64_t rows = 6, cols = 37;  // not a multiple of the SIMD width
   const float scale = 0.7f;
   auto s = random_vector(rows * cols, 3, 3.0f), dp = random_vector(rows * cols, 4);
   std::vector<uint8_t> valid(2 * cols, 1);
   valid[5] = valid[cols + 36] = 0;
-  std::vector<float> p(rows * cols), p_fused(rows * cols), ds(rows * cols);
-  std::vector<bf16> p_bf16(rows * cols), ds_bf16(rows * cols);
+  std::vector<float> p(rows * cols), ds(rows * cols);
+  std::vector<bf16> ds_bf16(rows * cols);
   softmax_forward(s.data(), p.data(), rows, cols, scale, valid.data(), 3);
-  softmax_forward_bf16(s.data(), p_fused.data(), p_bf16.data(), rows, cols, scale, valid.data(), 3);
   softmax_backward(dp.data(), p.data(), ds.data(), rows, cols, scale);
   softmax_backward_bf16(dp.data(), p.data(), ds_bf16.data(), rows, cols, scale);
-  for (int64_t i = 0; i < rows * cols; ++i) {
-    ASSERT_EQ(p_fused[i], p[i]) << i;
-    ASSERT_EQ(p_bf16[i].bits, to_bf16(p[i]).bits) << i;
-    ASSERT_EQ(ds_bf16[i].bits, to_bf16(ds[i]).bits) << i;
-  }
-  EXPECT_EQ(to_float(p_bf16[5]), 0.0f);  // a masked key
+  for (int64_t i = 0; i < rows * cols; ++i) ASSERT_EQ(ds_bf16[i].bits, to_bf16(ds[i]).bits) << i;
+  EXPECT_EQ(to_float(ds_bf16[5]), 0.0f);  // a masked key: p = 0, so ds = 0
 }
 
 // Inference keeps the scores in bf16: their softmax in place must be the rounding of the f32

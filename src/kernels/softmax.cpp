@@ -108,12 +108,6 @@ void softmax_forward(const float* s, float* p, int64_t rows, int64_t cols, float
   softmax_rows(s, p, nullptr, rows, cols, scale, key_valid, rows_per_mask);
 }
 
-void softmax_forward_bf16(const float* s, float* p, bf16* p_bf16, int64_t rows, int64_t cols, float scale,
-                          const uint8_t* key_valid, int64_t rows_per_mask) {
-  const KernelTimer timer(KernelKind::softmax);
-  softmax_rows(s, p, p_bf16, rows, cols, scale, key_valid, rows_per_mask);
-}
-
 void softmax_forward_bf16_in_place(bf16* s, int64_t rows, int64_t cols, float scale, const uint8_t* key_valid,
                                    int64_t rows_per_mask) {
   const KernelTimer timer(KernelKind::softmax);

@@ -17,11 +17,6 @@ void softmax_forward(const float* s, float* p, int64_t rows, int64_t cols, float
 // ds = scale * p ⊙ (dp - Σ_j dp p); overwrites ds (may alias dp).
 void softmax_backward(const float* dp, const float* p, float* ds, int64_t rows, int64_t cols, float scale);
 
-// The bf16 path, fused: the forward also writes p's rounding (the P·V matmul's operand) into
-// p_bf16 in the same pass; the backward writes ds only rounded (both matmuls that read it take
-// bf16 operands). Each equals to_bf16 of what the f32 kernel writes.
-void softmax_forward_bf16(const float* s, float* p, bf16* p_bf16, int64_t rows, int64_t cols, float scale,
-                          const uint8_t* key_valid = nullptr, int64_t rows_per_mask = 1);
 // Training's bf16 path, where Q·Kᵀ and dP = d_ctx·Vᵀ are written in bf16 (bf16-result matmuls):
 // the forward reads bf16 scores and writes p (f32, kept for backward) and its rounding p_bf16
 // (null: none; may alias s); the backward reads a bf16 dp and writes ds rounded (may alias dp).
@@ -34,6 +29,8 @@ void softmax_backward_bf16_gradient(const bf16* dp, const float* p, bf16* ds, in
 // f32: equal to to_bf16 of softmax_forward of the scores' f32 values.
 void softmax_forward_bf16_in_place(bf16* s, int64_t rows, int64_t cols, float scale,
                                    const uint8_t* key_valid = nullptr, int64_t rows_per_mask = 1);
+// The backward from an f32 dp (with attention dropout, which scales dP after its matmul), ds
+// written only rounded: to_bf16 of what softmax_backward writes.
 void softmax_backward_bf16(const float* dp, const float* p, bf16* ds, int64_t rows, int64_t cols, float scale);
 
 }  // namespace linformer
