@@ -11,6 +11,8 @@ checkpoint) and each experiment's figure and table into RESULTS/<experiment>/.
   experiments.py run    [EXPERIMENT ...]   train what has no results yet, then report
   experiments.py report [EXPERIMENT ...]   figures and tables from the results' metrics only
   experiments.py list                      experiments, their runs and which are done
+  experiments.py word-order [EXPERIMENT ...]  word-order sensitivity of finished runs whose best
+                                           checkpoint is still in RUNS, then report
 
 Common options: --manifest, --runs-dir, --results, --binary. `run --force` trains again runs
 whose results exist (the old run directory is removed first). A run whose recipe changed
@@ -227,7 +229,57 @@ def run_one(name, recipe, args, machine, log):
     with open(os.path.join(results, "run.json"), "w") as f:
         json.dump(run, f, indent=2)
         f.write("\n")
+    measure_word_order(name, best, args, log)
     log(f"{name}: done, results in {results}")
+
+
+def supports_word_order(binary):
+    r = subprocess.run([binary, "eval", "--help"], capture_output=True, text=True)
+    return "--shuffle-words" in r.stdout
+
+
+def measure_word_order(name, checkpoint, args, log):
+    """RESULTS/runs/<name>/word_order.json: the checkpoint's test perplexity with the words of each
+    sentence shuffled (`eval --shuffle-words`, the same masked targets) against the ordered text's.
+    A ratio near 1 says the model has learned which words occur together but not their order."""
+    if not supports_word_order(args.binary):
+        log(f"{name}: word order not measured ({args.binary} predates eval --shuffle-words; "
+            "run `experiments.py word-order` with a newer binary)")
+        return
+    out = os.path.join(checkpoint, "..", "..", "word_order_eval.json")
+    subprocess.run([args.binary, "eval", "--checkpoint", checkpoint, "--split", "test", "--shuffle-words",
+                    "--json", out], check=True, stdout=subprocess.DEVNULL)
+    with open(out) as f:
+        e = json.load(f)
+    record = {"checkpoint": os.path.basename(os.path.normpath(checkpoint)), "perplexity": e["perplexity"],
+              "shuffled_perplexity": e["shuffled_words"]["perplexity"], "ratio": e["word_order_ratio"],
+              "accuracy": e["accuracy"], "shuffled_accuracy": e["shuffled_words"]["accuracy"],
+              "masked": e["masked"], "eval_machine": machine_description(args.binary)}
+    with open(os.path.join(args.results, "runs", name, "word_order.json"), "w") as f:
+        json.dump(record, f, indent=2)
+        f.write("\n")
+    log(f"{name}: shuffled words {record['ratio']:.3f} × the ordered test perplexity")
+
+
+def word_order_of_done_runs(experiments, args, log):
+    """`word-order`: measures every finished run whose best checkpoint is still in RUNS (and has no
+    measurement yet, unless --force)."""
+    seen = set()
+    for e in experiments.values():
+        for name in e["names"]:
+            folder = os.path.join(args.results, "runs", name)
+            if name in seen or not os.path.exists(os.path.join(folder, "run.json")):
+                continue
+            seen.add(name)
+            if os.path.exists(os.path.join(folder, "word_order.json")) and not args.force:
+                continue
+            with open(os.path.join(folder, "run.json")) as f:
+                best = json.load(f)["best_update"]
+            checkpoint = os.path.join(args.runs_dir, name, "checkpoints", f"checkpoint_{best:08d}")
+            if not os.path.exists(os.path.join(checkpoint, "DONE")):
+                log(f"{name}: no checkpoint {checkpoint} (re-create the run from its recipe to measure it)")
+                continue
+            measure_word_order(name, checkpoint, args, log)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,6 +305,10 @@ def summarize(results, name):
     best = min(valid, key=lambda r: r["loss"])
     sessions = run["sessions"]
     unigram = last.get("unigram_perplexity")
+    word_order = {}
+    if os.path.exists(os.path.join(folder, "word_order.json")):
+        with open(os.path.join(folder, "word_order.json")) as f:
+            word_order = json.load(f)
     return {
         "name": name,
         "updates": last["update"],
@@ -264,6 +320,7 @@ def summarize(results, name):
         "best_update": best["update"],
         "accuracy": last["accuracy"],
         "test_ppl": run["test"]["perplexity"],
+        "word_order_ratio": word_order.get("ratio"),
         "test_ratio": run["test"].get("ratio_to_unigram"),
         "tokens_per_second": last["tokens"] / last["elapsed_seconds"] if last["elapsed_seconds"] else None,
         "median_interval_tokens_per_second": median([r["tokens_per_second"] for r in rows
@@ -317,14 +374,15 @@ def fmt(value, digits=1):
 
 
 TABLE_HEADER = ("| run | updates | tokens (M) | valid ppl | × unigram | best valid ppl (update) | test ppl at best | "
-                "test × unigram | masked acc. | tokens/s | median tokens/s | peak RSS (MB) | wall (min) |\n"
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+                "test × unigram | words shuffled × | masked acc. | tokens/s | median tokens/s | peak RSS (MB) | "
+                "wall (min) |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 
 
 def table_row(s):
     return (f"| {s['name']} | {s['updates']} | {fmt(s['tokens'] / 1e6, 2)} | {fmt(s['valid_ppl'])} | "
             f"{fmt(s['valid_ratio'], 3)} | {fmt(s['best_valid_ppl'])} ({s['best_update']}) | {fmt(s['test_ppl'])} | "
-            f"{fmt(s['test_ratio'], 3)} | {fmt(s['accuracy'], 3)} | {fmt(s['tokens_per_second'], 0)} | "
+            f"{fmt(s['test_ratio'], 3)} | {fmt(s.get('word_order_ratio'), 3)} | {fmt(s['accuracy'], 3)} | {fmt(s['tokens_per_second'], 0)} | "
             f"{fmt(s['median_interval_tokens_per_second'], 0)} | "
             f"{fmt(s['peak_rss_mb'], 0)} | {fmt(s['wall_minutes'])} |\n")
 
@@ -349,8 +407,12 @@ def report(experiments, args, log):
                 + "Generated by `scripts/run_experiments.sh` from the runs' metrics files (`../runs/<run>/`); "
                   "do not edit. Validation perplexity is the last validation's; \"× unigram\" divides it by the unigram "
                   "baseline's perplexity on the same masked tokens; test perplexity is at the checkpoint with the best "
-                  "validation loss; tokens/s and wall time include validation and checkpoints; the median tokens/s of the "
-                  "logged training intervals is the least disturbed by anything else running on the machine.\n\n"
+                  "validation loss; \"words shuffled ×\" is that checkpoint's test perplexity with the words of each "
+                  "sentence shuffled (the same masked targets, `linformer eval --shuffle-words`) over the ordered "
+                  "text's: near 1, the model knows which words occur together but not their order (– where the "
+                  "checkpoint was gone before the measurement existed); tokens/s and wall time include validation and "
+                  "checkpoints; the median tokens/s of the logged training intervals is the least disturbed by "
+                  "anything else running on the machine.\n\n"
                 + TABLE_HEADER + "".join(table_row(s) for s in summaries)
                 + budget_table(summaries)
                 + (("\n## The paper's claim\n\nChecked mechanically from the final validation perplexities, "
@@ -453,7 +515,7 @@ def budget_table(summaries):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("run", "report", "list"))
+    parser.add_argument("command", choices=("run", "report", "list", "word-order"))
     parser.add_argument("experiments", nargs="*", help="experiment names (default: all)")
     parser.add_argument("--manifest", default=os.path.join(ROOT, "recipes", "brown", "experiments.toml"))
     parser.add_argument("--runs-dir", default=os.path.join(ROOT, "runs", "experiments"))
@@ -485,6 +547,8 @@ def main(argv=None):
                     if name not in seen:
                         seen.add(name)
                         run_one(name, recipe, args, machine, log)
+        if args.command == "word-order":
+            word_order_of_done_runs(experiments, args, log)
         report(experiments, args, log)
         write_verdicts(manifest, args, log)  # every experiment's claim, not only those just reported
     except ExperimentError as e:

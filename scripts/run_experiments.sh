@@ -4,6 +4,8 @@
 #                                   [--results DIR] [--binary PATH]
 #        scripts/run_experiments.sh --list        the experiments and which runs are done
 #        scripts/run_experiments.sh --report-only  figures and tables only, no training
+#        scripts/run_experiments.sh --word-order   measure how much finished runs use word order
+#                                                  (eval --shuffle-words on their best checkpoint)
 # Default manifest recipes/brown/experiments.toml, runs in runs/experiments/, results in
 # results/brown/. Without --binary it builds build/linformer first and fetches the Brown corpus.
 # Runs whose results exist are skipped; an interrupted run continues from its last checkpoint.
@@ -15,6 +17,7 @@ for a in "$@"; do
   case "$a" in
     --list) command=list ;;
     --report-only) command=report ;;
+    --word-order) command=word-order ;;
     *) args+=("$a") ;;
   esac
 done

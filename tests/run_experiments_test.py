@@ -8,6 +8,7 @@ import csv
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -78,6 +79,14 @@ class RunExperiments(unittest.TestCase):
             self.assertGreater(run["sessions"][0]["peak_rss_mb"], 1.0)
             self.assertIn(run["sessions"][0]["machine"]["kind"], ("avx512_bf16", "avx512", "avx2", "other"))
             self.assertTrue(os.path.exists(os.path.join(folder, "recipe.toml")))
+            # Word order: the best checkpoint's test perplexity with shuffled words, over the ordered one's.
+            with open(os.path.join(folder, "word_order.json")) as f:
+                order = json.load(f)
+            self.assertEqual(order["checkpoint"], f"checkpoint_{run['best_update']:08d}")
+            self.assertAlmostEqual(order["perplexity"], run["test"]["perplexity"], places=6)
+            self.assertAlmostEqual(order["ratio"], order["shuffled_perplexity"] / order["perplexity"], places=9)
+            self.assertNotEqual(order["shuffled_perplexity"], order["perplexity"])
+            self.assertAlmostEqual(rows[name]["word_order_ratio"], order["ratio"], places=9)
             with open(table) as f:
                 self.assertIn(f"| {name} | {updates} |", f.read())
 
@@ -116,6 +125,23 @@ class RunExperiments(unittest.TestCase):
         r = self.run_script("tiny_k")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("tiny: up to date", r.stdout)
+
+        # word-order measures the runs that lack it while their checkpoint is there.
+        order_file = os.path.join(self.results, "runs", "tiny", "word_order.json")
+        with open(order_file) as f:
+            order = json.load(f)
+        os.remove(order_file)
+        r = self.run_script("--word-order", "tiny_k")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(order_file) as f:
+            self.assertEqual(json.load(f)["ratio"], order["ratio"])
+        os.remove(order_file)
+        shutil.rmtree(os.path.join(self.runs, "tiny", "checkpoints"))
+        r = self.run_script("--word-order", "tiny_k")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("tiny: no checkpoint", r.stdout)
+        with open(table) as f:
+            self.assertIn("| tiny | 20 |", f.read())
 
         # The report is made from the results alone.
         os.remove(os.path.join(self.results, "tiny_k", "README.md"))

@@ -298,5 +298,32 @@ TEST_F(TrainTest, EvalAndFillMaskUseTheCheckpointAlone) {
   EXPECT_THAT(r.output, HasSubstr("is neither a complete checkpoint directory"));
 }
 
+TEST_F(TrainTest, EvalWithShuffledWordsScoresTheSameTargetsInAnotherOrder) {
+  TempDir runs;
+  const std::string run = (runs.path() / "run").string();
+  train(run, {"train.max_updates=8", "validation.max_batches=0"});
+  const std::string checkpoint = list_checkpoints(run + "/checkpoints").back().path;
+  EvalOptions o;
+  o.checkpoint = checkpoint;
+  const EvalReport plain = run_eval(o);
+  EXPECT_FALSE(plain.shuffled.has_value());
+  o.shuffle_words = true;
+  const EvalReport both = run_eval(o);
+  ASSERT_TRUE(both.shuffled.has_value());
+  EXPECT_EQ(both.result.loss_sum, plain.result.loss_sum) << "the ordered evaluation must not change";
+  EXPECT_EQ(both.shuffled->masked, plain.result.masked);
+  EXPECT_EQ(both.shuffled->unigram_loss_sum, plain.result.unigram_loss_sum) << "not the same targets";
+  EXPECT_NE(both.shuffled->loss_sum, plain.result.loss_sum) << "no word moved";
+
+  // The command line reports the same numbers.
+  const std::string json = (runs.path() / "eval.json").string();
+  const auto r = testing::run_linformer("eval --checkpoint " + checkpoint + " --shuffle-words --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("words shuffled within each sentence: perplexity"));
+  const auto j = nlohmann::json::parse(read_file(json));
+  EXPECT_DOUBLE_EQ(j["shuffled_words"]["loss"].get<double>(), both.shuffled->loss());
+  EXPECT_DOUBLE_EQ(j["word_order_ratio"].get<double>(), both.shuffled->perplexity() / both.result.perplexity());
+}
+
 }  // namespace
 }  // namespace linformer

@@ -32,6 +32,9 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--batch-size", args->batch_size, "Sequences per batch (default: the recipe's)")->check(at_least(1));
   cmd->add_option("--max-batches", args->max_batches, "Evaluate at most this many batches (default: all)")
       ->check(at_least(1));
+  cmd->add_flag("--shuffle-words", args->shuffle_words,
+               "Also evaluate with the words of each sequence in random order (the same masked targets, carried "
+               "with their words): how much the model uses word order");
   auto json_path = std::make_shared<std::string>();
   cmd->add_option("--json", *json_path, "Also write the result as JSON to this file");
   auto precision = std::make_shared<std::string>("fp32");
@@ -46,6 +49,11 @@ void add_eval_command(CLI::App& app) {
       std::cout << fmt::format("unigram baseline (training-split token frequencies) on the same tokens: perplexity "
                                "{:.2f}; the model's is {:.3f} × that\n",
                                r.unigram_perplexity(), r.perplexity() / r.unigram_perplexity());
+    if (report.shuffled)
+      std::cout << fmt::format("words shuffled within each sentence: perplexity {:.2f}, accuracy {:.4f}; {:.3f} × the "
+                               "ordered text's perplexity\n",
+                               report.shuffled->perplexity(), report.shuffled->accuracy(),
+                               report.shuffled->perplexity() / r.perplexity());
     if (!json_path->empty()) {
       nlohmann::json j = {{"source", report.source}, {"checkpoint", report.checkpoint}, {"loss", r.loss()},
                           {"perplexity", r.perplexity()}, {"accuracy", r.accuracy()}, {"masked", r.masked},
@@ -54,6 +62,11 @@ void add_eval_command(CLI::App& app) {
       if (report.has_unigram) {
         j["unigram_perplexity"] = r.unigram_perplexity();
         j["ratio_to_unigram"] = r.perplexity() / r.unigram_perplexity();
+      }
+      if (report.shuffled) {
+        j["shuffled_words"] = {{"loss", report.shuffled->loss()}, {"perplexity", report.shuffled->perplexity()},
+                               {"accuracy", report.shuffled->accuracy()}};
+        j["word_order_ratio"] = report.shuffled->perplexity() / r.perplexity();
       }
       write_file_atomic(*json_path, j.dump(2) + "\n");
     }

@@ -10,6 +10,7 @@
 #include "linformer/data/shard.h"
 #include "linformer/data/special_tokens.h"
 #include "linformer/data/tokenizer.h"
+#include "linformer/data/word_order.h"
 #include "linformer/model/memory_estimate.h"
 #include "linformer/nn/weights_file.h"
 #include "linformer/model/batch_adapter.h"
@@ -56,13 +57,19 @@ Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked
   return l;
 }
 
-EvalResult evaluate_tokens(Loaded& l, const data::TokenStream& tokens, int batch_size, int64_t max_batches,
-                          const data::UnigramModel* unigram) {
+// The evaluation of `tokens` into report.result, and with shuffle_words into report.shuffled too.
+void evaluate_tokens(Loaded& l, const data::TokenStream& tokens, const EvalOptions& options, int batch_size,
+                     const data::UnigramModel* unigram, EvalReport& report) {
   const data::TokenBlocks blocks(tokens, l.model->spec().seq_len, l.recipe.data.break_mode);
   const data::Masker masker(data::validation_masking(l.recipe), l.model->spec().vocab_size, l.tokenizer.word_starts(),
                             static_cast<uint64_t>(l.recipe.seed));
   data::Batcher batcher(blocks, masker, data::evaluation_options(batch_size, static_cast<uint64_t>(l.recipe.seed)));
-  return evaluate(*l.model, batcher, max_batches, unigram);
+  report.result = evaluate(*l.model, batcher, options.max_batches, unigram);
+  if (!options.shuffle_words) return;
+  const auto shuffle = [&](data::Batch& batch) {
+    data::shuffle_words(batch, l.tokenizer.word_starts(), static_cast<uint64_t>(l.recipe.seed));
+  };
+  report.shuffled = evaluate(*l.model, batcher, options.max_batches, unigram, {}, shuffle);
 }
 
 // The unigram baseline of the checkpoint's prepared data, when that data is still there and
@@ -100,8 +107,8 @@ EvalReport evaluate_source(const EvalOptions& options) {
       LF_FAIL("the prepared data in '{}' was tokenised with another vocabulary than checkpoint {}",
               l.recipe.data.prepared_dir, options.checkpoint);
     const data::UnigramModel unigram(prepared.train);
-    report.result = evaluate_tokens(l, prepared.shard(options.split == "valid" ? data::Split::valid : data::Split::test),
-                                    batch_size, options.max_batches, &unigram);
+    evaluate_tokens(l, prepared.shard(options.split == "valid" ? data::Split::valid : data::Split::test), options,
+                    batch_size, &unigram, report);
     report.has_unigram = true;
     report.source = fmt::format("the {} split of {}", options.split, l.recipe.data.prepared_dir);
     return report;
@@ -119,7 +126,7 @@ EvalReport evaluate_source(const EvalOptions& options) {
   }
   if (text.document_count() == 0) LF_FAIL("no text in {}", join(options.text_files));
   const auto unigram = unigram_of_prepared(l);
-  report.result = evaluate_tokens(l, text, batch_size, options.max_batches, unigram.get());
+  evaluate_tokens(l, text, options, batch_size, unigram.get(), report);
   report.has_unigram = unigram != nullptr;
   report.source = fmt::format("{} ({} documents, {} tokens)", join(options.text_files), text.document_count(),
                               text.token_count());
@@ -136,6 +143,9 @@ EvalReport run_eval(const EvalOptions& options) {
   if (report.result.masked == 0)
     LF_FAIL("{}: no token was masked ({} tokens evaluated in {} batches), so there is nothing to evaluate: give more text",
             report.source, report.result.tokens, report.result.batches);
+  LF_CHECK(!report.shuffled || report.shuffled->masked == report.result.masked,
+           "{}: the shuffled evaluation scored {} targets, the ordered one {}", report.source,
+           report.shuffled ? report.shuffled->masked : 0, report.result.masked);
   return report;
 }
 

@@ -7,7 +7,7 @@
 namespace linformer {
 
 EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches, const data::UnigramModel* unigram,
-                    EvalShard shard) {
+                    EvalShard shard, const std::function<void(data::Batch&)>& rearrange) {
   EvalResult result;
   const int64_t batches = max_batches > 0 ? std::min(max_batches * shard.count, batcher.batches_per_epoch())
                                           : batcher.batches_per_epoch();
@@ -16,6 +16,7 @@ EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches
   for (int64_t i = shard.index; i < batches; i += shard.count) {
     batcher.get({0, static_cast<uint64_t>(i)}, batch);
     if (batch.targets() == 0) continue;  // nothing to predict in this batch
+    if (rearrange) rearrange(batch);
     const StepResult r = model.forward(model_view(batch, positions), Pass{});
     result.loss_sum += r.loss_sum;
     result.masked += r.masked;

@@ -5,6 +5,7 @@
 
 #include "linformer/model/evaluator.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ struct EvalOptions {
   std::vector<std::string> text_files;  // raw text (any corpus format), tokenised with the checkpoint's tokenizer
   int batch_size = 0;                   // 0: the recipe's train.batch_size
   int64_t max_batches = 0;              // 0: everything
+  bool shuffle_words = false;           // also evaluate with each sequence's words shuffled (data/word_order.h)
 };
 
 struct EvalReport {
@@ -23,6 +25,7 @@ struct EvalReport {
   std::string source;      // what was evaluated
   std::string checkpoint;  // the checkpoint directory used (a run directory resolves to its newest)
   bool has_unigram = false;  // result.unigram_perplexity() is the baseline of the checkpoint's training split
+  std::optional<EvalResult> shuffled;  // with --shuffle-words: the same masked targets, words in random order
 };
 
 EvalReport run_eval(const EvalOptions& options);
