@@ -5,7 +5,8 @@ Reads RUN_DIR/metrics.jsonl (written by `linformer train`) and draws validation 
 against updates, against training tokens and against wall-clock time, side by side, to
 OUT.png and OUT.svg. The unigram baseline (a model that knows token frequencies only,
 logged beside each validation as unigram_perplexity) is drawn as a dotted reference line:
-one black line when every run has the same baseline, else one per run in its colour.
+one black line when every run has the same baseline, else one per run in its colour. Runs
+trained with validation.shuffle_words also get their validation on shuffled words, dash-dotted.
 
 Usage: plot_curves.py RUN_DIR [RUN_DIR ...] [--out results/curves] [--title TEXT] [--train]
                       [--labels A,B,...] [--unigram PPL]
@@ -82,6 +83,15 @@ def main(argv=None):
                 line, = axis.plot(x, ppl, style, color=colour, marker=marker, markersize=3, label=name)
                 colour = line.get_color()
             drawn += 1
+        # validation.shuffle_words: the same validation with each sentence's words shuffled, thin and
+        # dash-dotted in the run's colour; where it parts from the solid line the model uses word order.
+        shuffled = [r for r in rows if r.get("kind") == "valid" and r.get("shuffled_perplexity")]
+        if shuffled:
+            for axis, x in ((by_update, [r["update"] for r in shuffled]),
+                            (by_tokens, [r["tokens"] / 1e6 for r in shuffled]),
+                            (by_time, [r.get("elapsed_seconds", 0) / 60 for r in shuffled])):
+                axis.plot(x, [r["shuffled_perplexity"] for r in shuffled], "-.", color=colour, linewidth=1,
+                          label=f"{label} (words shuffled)")
         unigram = unigram_of(rows) or args.unigram
         if unigram:
             baselines.append((unigram, colour))

@@ -71,8 +71,8 @@ TEST(MetricsLog, OlderCsvGetsTodaysColumnsByName) {
   ASSERT_EQ(csv.size(), 3u);
   EXPECT_EQ(csv[0],
             "kind,update,tokens,epoch,lr,loss,perplexity,accuracy,grad_norm,unigram_perplexity,macro_f1,"
-            "tokens_per_second,elapsed_seconds");
-  EXPECT_EQ(csv[1], "train,10,4096,0,0.001,6.5,665.14,0.1,1.2,,,9000.0,4.50");
+            "shuffled_perplexity,tokens_per_second,elapsed_seconds");
+  EXPECT_EQ(csv[1], "train,10,4096,0,0.001,6.5,665.14,0.1,1.2,,,,9000.0,4.50");
   EXPECT_EQ(csv[2].rfind("valid,20,", 0), 0u);
   EXPECT_NE(csv[2].find(",940.5000,"), std::string::npos) << csv[2];
 }

@@ -18,8 +18,11 @@ class PlotCurves(unittest.TestCase):
                 with open(os.path.join(run, "metrics.jsonl"), "w") as f:
                     for u in (100, 200, 300):
                         f.write(json.dumps({"kind": "train", "update": u, "tokens": u * 4096, "perplexity": base * 2 / u ** 0.3}) + "\n")
-                        f.write(json.dumps({"kind": "valid", "update": u, "tokens": u * 4096, "perplexity": base / u ** 0.3,
-                                            "unigram_perplexity": 90.0, "elapsed_seconds": u * 0.5}) + "\n")
+                        valid = {"kind": "valid", "update": u, "tokens": u * 4096, "perplexity": base / u ** 0.3,
+                                 "unigram_perplexity": 90.0, "elapsed_seconds": u * 0.5}
+                        if name == "transformer":  # trained with validation.shuffle_words
+                            valid["shuffled_perplexity"] = valid["perplexity"] * 1.5
+                        f.write(json.dumps(valid) + "\n")
             out = os.path.join(d, "plots", "curves")
             r = subprocess.run([sys.executable, SCRIPT, os.path.join(d, "linformer_k64"), os.path.join(d, "transformer"),
                                 "--out", out, "--train"], capture_output=True, text=True)
@@ -28,6 +31,10 @@ class PlotCurves(unittest.TestCase):
                 self.assertGreater(os.path.getsize(f"{out}.{ext}"), 1000)
             with open(out + ".png", "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            with open(out + ".svg") as f:
+                svg = f.read()
+            self.assertIn("transformer (words shuffled)", svg)
+            self.assertNotIn("linformer_k64 (words shuffled)", svg)
 
     def test_labels_must_match_the_runs(self):
         with tempfile.TemporaryDirectory() as d:

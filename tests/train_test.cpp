@@ -298,6 +298,30 @@ TEST_F(TrainTest, EvalAndFillMaskUseTheCheckpointAlone) {
   EXPECT_THAT(r.output, HasSubstr("is neither a complete checkpoint directory"));
 }
 
+TEST_F(TrainTest, ValidationWithShuffledWordsLogsWhatEvalMeasures) {
+  TempDir runs;
+  const std::string run = (runs.path() / "run").string();
+  train(run, {"train.max_updates=8", "validation.max_batches=0", "validation.shuffle_words=true"});
+  std::istringstream jsonl(read_file(run + "/metrics.jsonl"));
+  std::vector<nlohmann::json> valid;
+  for (std::string line; std::getline(jsonl, line);)
+    if (nlohmann::json row = nlohmann::json::parse(line); row["kind"] == "valid") valid.push_back(row);
+  ASSERT_EQ(valid.size(), 2u);  // updates 4 and 8
+  for (const auto& row : valid) EXPECT_GT(row.value("shuffled_perplexity", 0.0), 1.0) << row.dump();
+  EvalOptions o;
+  o.checkpoint = list_checkpoints(run + "/checkpoints").back().path;
+  o.shuffle_words = true;
+  const EvalReport report = run_eval(o);
+  EXPECT_DOUBLE_EQ(valid.back()["perplexity"].get<double>(), report.result.perplexity());
+  EXPECT_DOUBLE_EQ(valid.back()["shuffled_perplexity"].get<double>(), report.shuffled->perplexity());
+  EXPECT_NE(read_file(run + "/metrics.csv").find(",shuffled_perplexity,"), std::string::npos);
+
+  // Off by default: no shuffled scores.
+  const std::string plain = (runs.path() / "plain").string();
+  train(plain, {"train.max_updates=4"});
+  EXPECT_EQ(read_file(plain + "/metrics.jsonl").find("shuffled_perplexity"), std::string::npos);
+}
+
 TEST_F(TrainTest, EvalWithShuffledWordsScoresTheSameTargetsInAnotherOrder) {
   TempDir runs;
   const std::string run = (runs.path() / "run").string();

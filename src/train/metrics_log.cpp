@@ -19,8 +19,8 @@ namespace linformer {
 namespace {
 // The wall-clock columns stay last (tests compare rows without them).
 constexpr const char* kCsvHeader =
-    "kind,update,tokens,epoch,lr,loss,perplexity,accuracy,grad_norm,unigram_perplexity,macro_f1,tokens_per_second,"
-    "elapsed_seconds\n";
+    "kind,update,tokens,epoch,lr,loss,perplexity,accuracy,grad_norm,unigram_perplexity,macro_f1,shuffled_perplexity,"
+    "tokens_per_second,elapsed_seconds\n";
 
 std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> fields;
@@ -138,9 +138,10 @@ void MetricsLog::append(const MetricsRow& r) {
   if (!writes_) return;
   const std::string unigram = r.unigram_perplexity > 0 ? fmt::format("{:.4f}", r.unigram_perplexity) : "";
   const std::string macro_f1 = r.macro_f1 >= 0 ? fmt::format("{:.6f}", r.macro_f1) : "";
+  const std::string shuffled = r.shuffled_perplexity > 0 ? fmt::format("{:.4f}", r.shuffled_perplexity) : "";
   const std::string csv_row =
-      fmt::format("{},{},{},{},{:.6g},{:.6f},{:.4f},{:.6f},{:.6g},{},{},{:.1f},{:.2f}\n", r.kind, r.update, r.tokens,
-                  r.epoch, r.lr, r.loss, r.perplexity, r.accuracy, r.grad_norm, unigram, macro_f1,
+      fmt::format("{},{},{},{},{:.6g},{:.6f},{:.4f},{:.6f},{:.6g},{},{},{},{:.1f},{:.2f}\n", r.kind, r.update,
+                  r.tokens, r.epoch, r.lr, r.loss, r.perplexity, r.accuracy, r.grad_norm, unigram, macro_f1, shuffled,
                   r.tokens_per_second, r.elapsed_seconds);
   nlohmann::json j = {{"kind", r.kind},       {"update", r.update},         {"tokens", r.tokens},
                       {"epoch", r.epoch},     {"lr", r.lr},                 {"loss", r.loss},
@@ -148,6 +149,7 @@ void MetricsLog::append(const MetricsRow& r) {
                       {"tokens_per_second", r.tokens_per_second}, {"elapsed_seconds", r.elapsed_seconds}};
   if (r.unigram_perplexity > 0) j["unigram_perplexity"] = r.unigram_perplexity;
   if (r.macro_f1 >= 0) j["macro_f1"] = r.macro_f1;
+  if (r.shuffled_perplexity > 0) j["shuffled_perplexity"] = r.shuffled_perplexity;
   // Both files get the row or neither does.
   const uint64_t csv_before = csv_.size();
   csv_.append(csv_row);

@@ -278,6 +278,7 @@ struct ValidationConfig {
   int max_batches;
   int patience;
   double mask_probability;
+  bool shuffle_words;
 
   template <class V>
   void visit(V& v) {
@@ -290,6 +291,10 @@ struct ValidationConfig {
       "Fraction of positions masked for validation and eval (0: masking.probability). Set it to compare runs "
       "trained with different masking rates on the same task.",
       in_range(0.0, 1.0));
+    v("shuffle_words", shuffle_words, false,
+      "Also score each validation with the words of every sentence shuffled (the same masked targets): "
+      "metrics get shuffled_perplexity, whose ratio to perplexity shows when the model starts to use word order "
+      "(near 1: it predicts from which words occur together only). Doubles the validation's cost.");
   }
 };
 

@@ -27,6 +27,7 @@ struct MetricsRow {
   double grad_norm = 0;   // train rows
   double unigram_perplexity = 0;  // valid rows: the unigram baseline on the same masked targets (0: not known)
   double macro_f1 = -1;           // fine-tuning's valid and test rows: F1 averaged over labels (< 0: none)
+  double shuffled_perplexity = 0;  // valid rows with validation.shuffle_words: words shuffled (0: not measured)
   double tokens_per_second = 0;
   double elapsed_seconds = 0;
 };

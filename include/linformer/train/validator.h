@@ -10,6 +10,8 @@
 #include "linformer/train/metrics_log.h"
 #include "linformer/train/training_data.h"
 
+#include <functional>
+
 namespace linformer {
 
 class Validator {
@@ -21,7 +23,8 @@ class Validator {
   // The valid split's scores, without a row or a best. Data parallel: each process scores its
   // share of the batches and the sums are added up, so R processes with batch b score the same
   // blocks (validation.max_batches batches of R·b) as one process with batch R·b.
-  EvalResult evaluate() const;
+  // `rearrange` changes each batch before the model reads it (data::shuffle_words).
+  EvalResult evaluate(const std::function<void(data::Batch&)>& rearrange = {}) const;
   const EvalResult& last() const { return last_; }
   int64_t last_update() const { return last_update_; }  // −1 before the first
 
