@@ -264,22 +264,16 @@ def measure_word_order(name, checkpoint, args, log):
 def word_order_of_done_runs(experiments, args, log):
     """`word-order`: measures every finished run whose best checkpoint is still in RUNS (and has no
     measurement yet, unless --force)."""
-    seen = set()
-    for e in experiments.values():
-        for name in e["names"]:
-            folder = os.path.join(args.results, "runs", name)
-            if name in seen or not os.path.exists(os.path.join(folder, "run.json")):
-                continue
-            seen.add(name)
-            if os.path.exists(os.path.join(folder, "word_order.json")) and not args.force:
-                continue
-            with open(os.path.join(folder, "run.json")) as f:
-                best = json.load(f)["best_update"]
-            checkpoint = os.path.join(args.runs_dir, name, "checkpoints", f"checkpoint_{best:08d}")
-            if not os.path.exists(os.path.join(checkpoint, "DONE")):
-                log(f"{name}: no checkpoint {checkpoint} (re-create the run from its recipe to measure it)")
-                continue
-            measure_word_order(name, checkpoint, args, log)
+    for name, folder in manifest_runs(experiments, args):
+        if os.path.exists(os.path.join(folder, "word_order.json")) and not args.force:
+            continue
+        with open(os.path.join(folder, "run.json")) as f:
+            best = json.load(f)["best_update"]
+        checkpoint = os.path.join(args.runs_dir, name, "checkpoints", f"checkpoint_{best:08d}")
+        if not os.path.exists(os.path.join(checkpoint, "DONE")):
+            log(f"{name}: no checkpoint {checkpoint} (re-create the run from its recipe to measure it)")
+            continue
+        measure_word_order(name, checkpoint, args, log)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -382,7 +376,7 @@ TABLE_HEADER = ("| run | updates | tokens (M) | valid ppl | × unigram | best va
 def table_row(s):
     return (f"| {s['name']} | {s['updates']} | {fmt(s['tokens'] / 1e6, 2)} | {fmt(s['valid_ppl'])} | "
             f"{fmt(s['valid_ratio'], 3)} | {fmt(s['best_valid_ppl'])} ({s['best_update']}) | {fmt(s['test_ppl'])} | "
-            f"{fmt(s['test_ratio'], 3)} | {fmt(s.get('word_order_ratio'), 3)} | {fmt(s['accuracy'], 3)} | {fmt(s['tokens_per_second'], 0)} | "
+            f"{fmt(s['test_ratio'], 3)} | {fmt(s['word_order_ratio'], 3)} | {fmt(s['accuracy'], 3)} | {fmt(s['tokens_per_second'], 0)} | "
             f"{fmt(s['median_interval_tokens_per_second'], 0)} | "
             f"{fmt(s['peak_rss_mb'], 0)} | {fmt(s['wall_minutes'])} |\n")
 
