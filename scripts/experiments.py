@@ -548,6 +548,8 @@ def main(argv=None):
     parser.add_argument("--results", default=os.path.join(ROOT, "results", "brown"))
     parser.add_argument("--binary", default=os.path.join(ROOT, "build", "linformer"))
     parser.add_argument("--force", action="store_true", help="train again runs that have results")
+    parser.add_argument("--runs", nargs="+", metavar="RUN", default=[],
+                        help="run: train only these runs of the selected experiments (to fit a session)")
     args = parser.parse_args(argv)
 
     def log(message):
@@ -567,10 +569,14 @@ def main(argv=None):
             if not os.access(args.binary, os.X_OK):
                 raise ExperimentError(f"{args.binary}: no linformer binary (build it with scripts/build.sh)")
             machine = machine_description(args.binary)
+            known = {n for e in experiments.values() for n in e["names"]}
+            for r in args.runs:
+                if r not in known:
+                    raise ExperimentError(f"--runs: no run '{r}' in the selected experiments")
             seen = set()
             for e in experiments.values():
                 for name, recipe in zip(e["names"], e["recipes"]):
-                    if name not in seen:
+                    if name not in seen and (not args.runs or name in args.runs):
                         seen.add(name)
                         run_one(name, recipe, args, machine, log)
         if args.command == "word-order":
