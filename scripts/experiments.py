@@ -13,6 +13,9 @@ checkpoint) and each experiment's figure and table into RESULTS/<experiment>/.
   experiments.py list                      experiments, their runs and which are done
   experiments.py word-order [EXPERIMENT ...]  word-order sensitivity of finished runs whose best
                                            checkpoint is still in RUNS, then report
+  experiments.py verify RUN ... [--updates N]  train a published run again from its stored recipe
+                                           up to update N (default: its first validation) and
+                                           compare every logged row with the published curve
 
 Common options: --manifest, --runs-dir, --results, --binary. `run --force` trains again runs
 whose results exist (the old run directory is removed first). A run whose recipe changed
@@ -274,6 +277,59 @@ def word_order_of_done_runs(experiments, args, log):
             log(f"{name}: no checkpoint {checkpoint} (re-create the run from its recipe to measure it)")
             continue
         measure_word_order(name, checkpoint, args, log)
+
+
+def verify_run(name, args, log):
+    """`verify`: trains a published run again from its stored recipe up to --updates (default: its
+    first validation) in RUNS/verify/<name> and compares every logged row with the published one.
+    The stop is set through train.max_tokens (the tokens the published run had seen by then), so the
+    learning-rate schedule is the published one. Returns the largest relative perplexity difference."""
+    folder = os.path.join(args.results, "runs", name)
+    recipe = os.path.join(folder, "recipe.toml")
+    if not os.path.exists(os.path.join(folder, "metrics.jsonl")) or not os.path.exists(recipe):
+        raise ExperimentError(f"{name}: no published run in {folder} (metrics.jsonl and recipe.toml)")
+    published = read_jsonl(os.path.join(folder, "metrics.jsonl"))
+    valid_updates = [r["update"] for r in published if r["kind"] == "valid"]
+    stop = args.updates or (valid_updates[0] if valid_updates else 0)
+    at_stop = [r for r in published if r["update"] == stop]
+    if not at_stop:
+        raise ExperimentError(f"{name}: --updates {stop}: the published run logged no row at that update "
+                              f"(its validations: {', '.join(map(str, valid_updates))})")
+    scratch = os.path.join(args.runs_dir, "verify", name)
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    with open(os.path.join(folder, "run.json")) as f:
+        machine = json.load(f)["sessions"][0]["machine"]
+    log(f"{name}: training {stop} updates again from {os.path.relpath(recipe, ROOT)} into {scratch} "
+        f"(published on {machine['cpu']}, oneDNN ISA {machine['onednn_isa']}, commit {machine['commit']}; "
+        f"here: {machine_description(args.binary)['onednn_isa']})")
+    for command in (["prepare", "--recipe", recipe],
+                    ["train", "--recipe", recipe, "--run-dir", scratch, "--set", f"train.max_tokens={at_stop[0]['tokens']}"]):
+        step = subprocess.run([args.binary, *command], capture_output=True, text=True)
+        if step.returncode != 0:
+            raise ExperimentError(f"{name}: linformer {command[0]} exited with {step.returncode}:\n{step.stderr[-2000:]}")
+    again = {(r["kind"], r["update"]): r for r in read_jsonl(os.path.join(scratch, "metrics.jsonl"))}
+    worst, compared = 0.0, 0
+    for row in published:
+        if row["update"] > stop or row["kind"] not in ("train", "valid"):
+            continue
+        twin = again.get((row["kind"], row["update"]))
+        if twin is None:
+            raise ExperimentError(f"{name}: the run again logged no {row['kind']} row at update {row['update']}")
+        difference = abs(math.exp(twin["loss"] - row["loss"]) - 1)  # relative, in perplexity
+        compared += 1
+        if row["kind"] == "valid":
+            log(f"{name}: update {row['update']}: validation perplexity {row['perplexity']:.2f} published, "
+                f"{twin['perplexity']:.2f} again ({difference:.2e} apart)")
+        if difference > worst:
+            worst, worst_row = difference, row
+    verdict = "identical" if worst == 0 else f"at most {worst:.2e} apart (update {worst_row['update']}, {worst_row['kind']})"
+    log(f"{name}: {compared} rows compared: {verdict}; tolerance {args.tolerance:g}")
+    if worst > args.tolerance:
+        raise ExperimentError(f"{name}: the run again differs from the published curve by {worst:.2%} in perplexity "
+                              f"at update {worst_row['update']} ({worst_row['kind']}), more than {args.tolerance:.2%}")
+    shutil.rmtree(scratch)
+    return worst
 
 
 # ---------------------------------------------------------------------------------------------
@@ -541,13 +597,17 @@ def budget_table(summaries):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("run", "report", "list", "word-order"))
-    parser.add_argument("experiments", nargs="*", help="experiment names (default: all)")
+    parser.add_argument("command", choices=("run", "report", "list", "word-order", "verify"))
+    parser.add_argument("experiments", nargs="*", help="experiment names (default: all); verify: run names")
     parser.add_argument("--manifest", default=os.path.join(ROOT, "recipes", "brown", "experiments.toml"))
     parser.add_argument("--runs-dir", default=os.path.join(ROOT, "runs", "experiments"))
     parser.add_argument("--results", default=os.path.join(ROOT, "results", "brown"))
     parser.add_argument("--binary", default=os.path.join(ROOT, "build", "linformer"))
     parser.add_argument("--force", action="store_true", help="train again runs that have results")
+    parser.add_argument("--updates", type=int, default=0,
+                        help="verify: train again up to this update (default: the run's first validation)")
+    parser.add_argument("--tolerance", type=float, default=0.01,
+                        help="verify: largest relative perplexity difference accepted (default 1%%)")
     parser.add_argument("--runs", nargs="+", metavar="RUN", default=[],
                         help="run: train only these runs of the selected experiments (to fit a session)")
     args = parser.parse_args(argv)
@@ -556,6 +616,12 @@ def main(argv=None):
         print(f"experiments: {message}", flush=True)
 
     try:
+        if args.command == "verify":
+            if not args.experiments:
+                raise ExperimentError("verify: name the published runs to train again")
+            for name in args.experiments:
+                verify_run(name, args, log)
+            return 0
         manifest = read_manifest(args.manifest)
         experiments = select(manifest, args.experiments, args.manifest)
         if args.command == "list":

@@ -6,6 +6,9 @@
 #        scripts/run_experiments.sh --report-only  figures and tables only, no training
 #        scripts/run_experiments.sh --word-order   measure how much finished runs use word order
 #                                                  (eval --shuffle-words on their best checkpoint)
+#        scripts/run_experiments.sh --verify RUN... [--updates N]  train published runs again up to
+#                                                  update N (default: the first validation) and
+#                                                  compare every logged row with the published curve
 # Default manifest recipes/brown/experiments.toml, runs in runs/experiments/, results in
 # results/brown/. Without --binary it builds build/linformer first and fetches the Brown corpus.
 # Runs whose results exist are skipped; an interrupted run continues from its last checkpoint.
@@ -18,10 +21,11 @@ for a in "$@"; do
     --list) command=list ;;
     --report-only) command=report ;;
     --word-order) command=word-order ;;
+    --verify) command=verify ;;
     *) args+=("$a") ;;
   esac
 done
-if [ "$command" = run ] && [[ " ${args[*]-} " != *" --binary"* ]]; then
+if { [ "$command" = run ] || [ "$command" = verify ]; } && [[ " ${args[*]-} " != *" --binary"* ]]; then
   scripts/build.sh
   [ -f data/brown/.complete ] || scripts/get_brown.sh
 fi

@@ -164,6 +164,40 @@ class RunExperiments(unittest.TestCase):
         self.assertIn("tiny_k8:", r.stderr)
         self.assertIn("changed since", r.stderr)
 
+    def test_verify_trains_a_published_run_again_and_compares_its_curve(self):
+        r = self.run_script("other", "--runs", "tiny_k8")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # The same binary on the same machine: the curve again is the published one, bit for bit,
+        # and the learning-rate schedule is the published one although the run stops early.
+        r = self.run_script("--verify", "tiny_k8", "--updates", "5")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("tiny_k8: training 5 updates again", r.stdout)
+        self.assertIn("tiny_k8: update 5: validation perplexity", r.stdout)
+        self.assertIn("rows compared: identical", r.stdout)
+        self.assertFalse(os.path.exists(os.path.join(self.runs, "verify", "tiny_k8")), "the scratch run was kept")
+
+        # A published curve that the recipe does not give is caught, with the row named.
+        metrics = os.path.join(self.results, "runs", "tiny_k8", "metrics.jsonl")
+        with open(metrics) as f:
+            rows = [json.loads(line) for line in f]
+        for row in rows:
+            if row["kind"] == "valid" and row["update"] == 10:
+                row["loss"] += 0.05
+        with open(metrics, "w") as f:
+            f.writelines(json.dumps(row) + "\n" for row in rows)
+        r = self.run_script("--verify", "tiny_k8")  # default: up to the first validation, update 5
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = self.run_script("--verify", "tiny_k8", "--updates", "10")  # e^-0.05 - 1 = -4.88%
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("differs from the published curve by 4.88% in perplexity at update 10 (valid)", r.stderr)
+
+        r = self.run_script("--verify", "tiny_k8", "--updates", "7")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--updates 7: the published run logged no row at that update (its validations: 5, 10)", r.stderr)
+        r = self.run_script("--verify", "tiny")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("tiny: no published run in", r.stderr)
+
     def test_the_shipped_manifest_loads(self):
         r = subprocess.run([SCRIPT, "--list"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
