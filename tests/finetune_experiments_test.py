@@ -15,13 +15,13 @@ import finetune_experiments as fe  # noqa: E402
 MACHINE = {"kind": "avx2", "cpu": "test CPU", "commit": "abc1234"}
 
 
-def write_run(results, task, encoder, seed, accuracy, epoch_seconds):
+def write_run(results, task, encoder, seed, accuracy, epoch_seconds, peak_rss_mb=1000.0):
     d = os.path.join(results, "runs", task, f"{encoder}_s{seed}")
     os.makedirs(d)
     with open(os.path.join(d, "results.json"), "w") as f:
         json.dump({"valid": {"accuracy": accuracy}, "test": {"accuracy": accuracy, "macro_f1": accuracy / 2}}, f)
     with open(os.path.join(d, "run.json"), "w") as f:
-        json.dump({"machine": MACHINE}, f)
+        json.dump({"machine": MACHINE, "peak_rss_mb": peak_rss_mb}, f)
     rows = ["kind,update,elapsed_seconds"]
     for e in range(1, 4):
         rows.append(f"train,{e},{e * epoch_seconds - 1}")
@@ -41,7 +41,7 @@ class Report(unittest.TestCase):
                         'tolerance = 0.5\n')
             results = os.path.join(tmp, "results")
             write_run(results, "a", "lin", 1, 0.80, 10)
-            write_run(results, "a", "lin", 2, 0.90, 12)
+            write_run(results, "a", "lin", 2, 0.90, 12, peak_rss_mb=1200.0)
             write_run(results, "b", "lin", 1, 0.50, 30)
             write_run(results, "a", "none", 1, 0.60, 10)
             write_run(results, "a", "tr", 1, 0.86, 10)
@@ -51,8 +51,8 @@ class Report(unittest.TestCase):
             with open(os.path.join(results, "README.md")) as f:
                 text = f.read()
             # mean 85.0, sample standard deviation 7.07, two seeds; median epoch time of 10 and 12.
-            self.assertIn("| lin | 85.0 ± 7.1 (2) | 42.5 ± 3.5 (2) | 85.0 ± 7.1 (2) | 12 |", text)
-            self.assertIn("| none | not run yet | | | |", text.split("### b")[1])
+            self.assertIn("| lin | 85.0 ± 7.1 (2) | 42.5 ± 3.5 (2) | 85.0 ± 7.1 (2) | 12 | 1,200 |", text)
+            self.assertIn("| none | not run yet | | | | |", text.split("### b")[1])
             self.assertIn("| lin | 67.5 | 2 of 2 |", text)  # (85 + 50) / 2
             self.assertIn("| none | 60.0 (incomplete) | 1 of 2 |", text)
             self.assertIn("avx2 (test CPU), commit abc1234", text)
@@ -63,7 +63,22 @@ class Report(unittest.TestCase):
             self.assertIn("| lin2 | 1 of 2 | 1 | 85.7 | 86.0 | -0.3 | 99% | agrees (not all tasks) |", text)
             self.assertNotIn("| tr | 1 of 2", text)
 
-    def test_a_manifest_without_a_reference_or_tolerance_is_refused(self):
+    def test_a_table_without_a_reference_has_no_verdict(self):
+        # A length with no Transformer pretrained (n = 2048): accuracies and costs, no claim checked.
+        with tempfile.TemporaryDirectory() as tmp:
+            manifest = os.path.join(tmp, "m.toml")
+            with open(manifest, "w") as f:
+                f.write('[[table]]\nname = "n2048"\ntasks = ["a.toml"]\nencoders = ["lin", "none"]\nseeds = [1]\n')
+            results = os.path.join(tmp, "results")
+            write_run(results, "a", "lin", 1, 0.75, 20, peak_rss_mb=2345.6)
+            fe.report(lambda m: None, manifest, results)
+            with open(os.path.join(results, "README.md")) as f:
+                text = f.read()
+            self.assertIn("| lin | 75.0 ± 0.0 (1) | 37.5 ± 0.0 (1) | 75.0 ± 0.0 (1) | 20 | 2,346 |", text)
+            self.assertIn("| none | not run yet | | | | |", text)
+            self.assertNotIn("the paper's claim", text)
+
+    def test_a_reference_without_a_tolerance_and_the_reverse_are_refused(self):
         with tempfile.TemporaryDirectory() as tmp:
             manifest = os.path.join(tmp, "m.toml")
             base = '[[table]]\nname = "t"\ntasks = ["a.toml"]\nencoders = ["tr", "none"]\nseeds = [1]\n'
