@@ -371,6 +371,7 @@ def summarize(results, name):
         "accuracy": last["accuracy"],
         "test_ppl": run["test"]["perplexity"],
         "word_order_ratio": word_order.get("ratio"),
+        "order_onset": order_onset(valid),
         "test_ratio": run["test"].get("ratio_to_unigram"),
         "tokens_per_second": last["tokens"] / last["elapsed_seconds"] if last["elapsed_seconds"] else None,
         "median_interval_tokens_per_second": median([r["tokens_per_second"] for r in rows
@@ -418,21 +419,39 @@ def median(values):
 
 
 def fmt(value, digits=1):
+    if isinstance(value, str):
+        return value
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     return f"{value:,.{digits}f}"
 
 
 TABLE_HEADER = ("| run | updates | tokens (M) | valid ppl | × unigram | best valid ppl (update) | test ppl at best | "
-                "test × unigram | words shuffled × | masked acc. | tokens/s | median tokens/s | peak RSS (MB) | "
-                "wall (min) |\n"
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+                "test × unigram | words shuffled × | order from (update) | masked acc. | tokens/s | median tokens/s | "
+                "peak RSS (MB) | wall (min) |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+
+# A validation on shuffled words (validation.shuffle_words) at least this much worse than on the
+# ordered text says the model has started to use word order: bag-of-words runs stay within
+# 0.999–1.032 of it (results/brown/README.md, "Word order").
+ORDER_ONSET_RATIO = 1.10
+
+
+def order_onset(valid_rows):
+    """The first validation update whose shuffled-words perplexity is ORDER_ONSET_RATIO × the ordered
+    text's or more; "never" when every validation measured it and none is; None when none measured it."""
+    measured = [r for r in valid_rows if r.get("shuffled_perplexity")]
+    if not measured:
+        return None
+    onset = next((r["update"] for r in measured if r["shuffled_perplexity"] >= ORDER_ONSET_RATIO * r["perplexity"]), None)
+    return onset if onset is not None else "never"
 
 
 def table_row(s):
     return (f"| {s['name']} | {s['updates']} | {fmt(s['tokens'] / 1e6, 2)} | {fmt(s['valid_ppl'])} | "
             f"{fmt(s['valid_ratio'], 3)} | {fmt(s['best_valid_ppl'])} ({s['best_update']}) | {fmt(s['test_ppl'])} | "
-            f"{fmt(s['test_ratio'], 3)} | {fmt(s['word_order_ratio'], 3)} | {fmt(s['accuracy'], 3)} | {fmt(s['tokens_per_second'], 0)} | "
+            f"{fmt(s['test_ratio'], 3)} | {fmt(s['word_order_ratio'], 3)} | {fmt(s.get('order_onset'), 0)} | "
+            f"{fmt(s['accuracy'], 3)} | {fmt(s['tokens_per_second'], 0)} | "
             f"{fmt(s['median_interval_tokens_per_second'], 0)} | "
             f"{fmt(s['peak_rss_mb'], 0)} | {fmt(s['wall_minutes'])} |\n")
 
@@ -460,7 +479,9 @@ def report(experiments, args, log):
                   "validation loss; \"words shuffled ×\" is that checkpoint's test perplexity with the words of each "
                   "sentence shuffled (the same masked targets, `linformer eval --shuffle-words`) over the ordered "
                   "text's: near 1, the model knows which words occur together but not their order (– where the "
-                  "checkpoint was gone before the measurement existed); tokens/s and wall time include validation and "
+                  "checkpoint was gone before the measurement existed); \"order from\" is the first validation whose "
+                  f"shuffled-words perplexity is {ORDER_ONSET_RATIO:.2f} × the ordered text's or more (runs validated "
+                  "with `validation.shuffle_words`; \"never\": none was; –: not measured); tokens/s and wall time include validation and "
                   "checkpoints; the median tokens/s of the logged training intervals is the least disturbed by "
                   "anything else running on the machine.\n\n"
                 + TABLE_HEADER + "".join(table_row(s) for s in summaries)

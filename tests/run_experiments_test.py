@@ -26,7 +26,7 @@ class RunExperiments(unittest.TestCase):
         tiny = os.path.join(ROOT, "recipes", "ci", "tiny.toml")
         self.variant = os.path.join(d, "tiny_k8.toml")
         with open(self.variant, "w") as f:
-            f.write(f'base = "{tiny}"\n[model]\nk = 8\n[train]\nmax_updates = 10\n[validation]\nevery = 5\n'
+            f.write(f'base = "{tiny}"\n[model]\nk = 8\n[train]\nmax_updates = 10\n[validation]\nevery = 5\nshuffle_words = true\n'
                     "[checkpoint]\nevery = 5\n")
         self.manifest = os.path.join(d, "experiments.toml")
         with open(self.manifest, "w") as f:
@@ -87,6 +87,13 @@ class RunExperiments(unittest.TestCase):
             self.assertAlmostEqual(order["ratio"], order["shuffled_perplexity"] / order["perplexity"], places=9)
             self.assertNotEqual(order["shuffled_perplexity"], order["perplexity"])
             self.assertAlmostEqual(rows[name]["word_order_ratio"], order["ratio"], places=9)
+            # "order from": the first validation on shuffled words 1.10 × worse or more (tiny_k8 validates
+            # on shuffled words too; tiny does not).
+            shuffled = [(int(v["update"]), float(v["shuffled_perplexity"]) / float(v["perplexity"]))
+                        for v in valid if v.get("shuffled_perplexity")]
+            self.assertEqual(bool(shuffled), name == "tiny_k8")
+            onset = next((u for u, ratio in shuffled if ratio >= 1.10), "never") if shuffled else None
+            self.assertEqual(rows[name]["order_onset"], onset)
             with open(table) as f:
                 self.assertIn(f"| {name} | {updates} |", f.read())
 
