@@ -204,6 +204,13 @@ TensorView<const bf16> Attention::round_x_into_bf16_cache(const BatchGeometry& g
   return convert_to_bf16(x, ws_.view(x_bf16_, {g.B, g.T}).data());
 }
 
+TensorView<bf16> Attention::input_bf16(const BatchGeometry& g) const {
+  if (compress_first_) return caches_x_bf16(g) ? ws_.view(x_bf16_, {g.B, g.T}).reshape(Shape{g.rows(), C_}) : TensorView<bf16>{};
+  // in_proj runs as one Linear; full attention's writes Q | K | V rounded only when it caches x.
+  if (!linformer_ && !(runs_bf16() && in_proj_.keeps_bf16_caches())) return {};
+  return in_proj_.input_bf16(g.rows());
+}
+
 TensorView<const bf16> Attention::x_bf16_from_cache(const BatchGeometry& g) const {
   if (!caches_x_bf16(g)) return {};
   return ws_.view(x_bf16_, {g.B, g.T});
@@ -383,7 +390,9 @@ void Attention::compress_backward(const BatchGeometry& g, const Projection& p, T
 // ---- forward and backward ---------------------------------------------------------------
 
 void Attention::forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y,
-                        const uint8_t* key_valid, const Pass& pass) {
+                        const uint8_t* key_valid, const Pass& pass, bool x_rounded) {
+  LF_CHECK(!x_rounded || input_bf16(g).data() != nullptr,
+           "attention layer {}: given a rounded input without a bf16 input cache", layer_);
   const int64_t B = g.B, T = g.T, S = linformer_ ? K_ : T;
   const Extents e{B, T};
   const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
@@ -397,8 +406,10 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   bool projected_rounded = false;
   if (!linformer_) {
     const TensorView<float> qkv = ws_.view(qkv_, e);  // (B, T, 3C)
-    projected_rounded = runs_bf16() && in_proj_.keeps_bf16_caches() && x2.is_contiguous();
-    if (projected_rounded)
+    projected_rounded = x_rounded || (runs_bf16() && in_proj_.keeps_bf16_caches() && x2.is_contiguous());
+    if (x_rounded)
+      in_proj_.forward_rounded(ws_.view(qkv_bf16_, e).reshape(Shape{B * T, 3 * C_}));
+    else if (projected_rounded)
       in_proj_.forward(x2, ws_.view(qkv_bf16_, e).reshape(Shape{B * T, 3 * C_}));
     else
       in_proj_.forward(x2, qkv.reshape(Shape{B * T, 3 * C_}));
@@ -410,7 +421,8 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
     if (compress_first_) {
       // Q = x W_Qᵀ + b_Q; x̃ = P(real ⊙ x) (B, K, C); K̃ = x̃_E W_Kᵀ + b_K, Ṽ = x̃_F W_Vᵀ + b_V.
       const TensorView<float> q = ws_.view(qkv_, e);
-      const TensorView<const bf16> x_bf16 = round_x_into_bf16_cache(g, x);  // (B, T, C) or empty
+      const TensorView<const bf16> x_bf16 =  // (B, T, C) or empty
+          x_rounded ? x_bf16_from_cache(g) : round_x_into_bf16_cache(g, x);
       projected_rounded = x_bf16.data() != nullptr;
       if (projected_rounded)
         matmul(x_bf16.reshape(Shape{B * T, C_}), in_proj_.w_bf16.slice(0, 0, C_).transpose(0, 1),
@@ -431,7 +443,10 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
     } else {
       // Project without bias; Q gets its bias now, K and V after compression.
       const TensorView<float> qkv = ws_.view(qkv_, e);
-      in_proj_.forward(x2, qkv.reshape(Shape{B * T, 3 * C_}), /*with_bias=*/false);
+      if (x_rounded)
+        in_proj_.forward_rounded(qkv.reshape(Shape{B * T, 3 * C_}), /*with_bias=*/false);
+      else
+        in_proj_.forward(x2, qkv.reshape(Shape{B * T, 3 * C_}), /*with_bias=*/false);
       add_bias_rows(qkv.data(), B * T, C_, 3 * C_, b_in);
       zero_padding_rows(g, qkv_part(qkv, 1));
       zero_padding_rows(g, qkv_part(qkv, 2));

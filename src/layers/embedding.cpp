@@ -27,7 +27,8 @@ Embedding::Embedding(const ModelSpec& spec, const Parameters& params, Workspace&
   d_sum_ = ws.reserve_backward("embed.d_sum", {rows, spec.d_model});
 }
 
-void Embedding::forward(const BatchGeometry& g, const int32_t* ids, TensorView<float> y, const Pass& pass) {
+bool Embedding::forward(const BatchGeometry& g, const int32_t* ids, TensorView<float> y, const Pass& pass,
+                        TensorView<bf16> y_bf16) {
   const int64_t C = spec_.d_model, rows = g.rows();
   const Extents r = Extents::rows(rows);
   // Inference keeps no sum for backward: it is normalised in place in y.
@@ -42,10 +43,13 @@ void Embedding::forward(const BatchGeometry& g, const int32_t* ids, TensorView<f
     for (int64_t c = 0; c < C; ++c) s[c] = e[c] + p[c];
   }
   const auto y2 = y.reshape(Shape{rows, C});
-  ln_.forward(sum, y2, ws_.view(mean_, r).data(), ws_.view(rstd_, r).data());
-  if (pass.training)
+  const bool dropout = pass.training && spec_.dropout > 0;
+  const TensorView<bf16> rounded = dropout ? TensorView<bf16>{} : y_bf16;  // y is the LayerNorm's output
+  ln_.forward(sum, y2, ws_.view(mean_, r).data(), ws_.view(rstd_, r).data(), rounded);
+  if (dropout)
     dropout_apply(y2.data(), y2.data(), y2.numel(), spec_.dropout, pass.seed,
                   dropout_stream(DropoutSite::embedding, 0, pass));
+  return rounded.data() != nullptr;
 }
 
 void Embedding::backward(const BatchGeometry& g, const int32_t* ids, TensorView<float> dy, const Pass& pass) {

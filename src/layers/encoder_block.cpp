@@ -63,8 +63,12 @@ EncoderBlock::EncoderBlock(const ModelSpec& spec, const Parameters& params, Work
   d_mid_ = ws.reserve_backward("block.d_mid", {rows, C});
 }
 
+TensorView<bf16> EncoderBlock::input_bf16(const BatchGeometry& g) const {
+  return spec_.norm == config::NormPlacement::post ? attention_.input_bf16(g) : TensorView<bf16>{};
+}
+
 void EncoderBlock::forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y,
-                           const uint8_t* key_valid, const Pass& pass) {
+                           const uint8_t* key_valid, const Pass& pass, bool x_rounded, TensorView<bf16> y_bf16) {
   const int64_t rows = g.rows(), C = spec_.d_model;
   const Shape flat{rows, C}, shaped{g.B, g.T, C};
   const Extents r = Extents::rows(rows);
@@ -77,17 +81,20 @@ void EncoderBlock::forward(const BatchGeometry& g, TensorView<const float> x, Te
 
   if (spec_.norm == config::NormPlacement::post) {
     const TensorView<float> f = ws_.view(f_, r);
-    attention_.forward(g, x, branch.reshape(shaped), key_valid, pass);
+    attention_.forward(g, x, branch.reshape(shaped), key_valid, pass, x_rounded);
     residual_add(x2, branch, a, spec_.dropout, pass, s_attn);
     const TensorView<bf16> h_bf16 = ffn_.input_bf16(rows);  // bf16 path: LayerNorm rounds h for fc1
     ln_attn_.forward(a, h, mean1, rstd1, h_bf16);
     ffn_.forward(h, branch, pass, h_bf16.data() != nullptr);
     residual_add(h, branch, f, spec_.dropout, pass, s_ffn);
-    ln_ffn_.forward(f, y.reshape(flat), mean2, rstd2);
+    ln_ffn_.forward(f, y.reshape(flat), mean2, rstd2, y_bf16);  // and the next block's attention input
   } else {
+    LF_CHECK(!x_rounded && !y_bf16.data(), "encoder block {}: pre-LN rounds its attention input itself", layer_);
     const TensorView<float> attn_in = ws_.view(attn_in_, r);
-    ln_attn_.forward(x2, attn_in, mean1, rstd1);
-    attention_.forward(g, attn_in.reshape(shaped), branch.reshape(shaped), key_valid, pass);
+    const TensorView<bf16> attn_in_bf16 = attention_.input_bf16(g);  // bf16 path: LayerNorm rounds it
+    ln_attn_.forward(x2, attn_in, mean1, rstd1, attn_in_bf16);
+    attention_.forward(g, attn_in.reshape(shaped), branch.reshape(shaped), key_valid, pass,
+                       attn_in_bf16.data() != nullptr);
     residual_add(x2, branch, a, spec_.dropout, pass, s_attn);
     const TensorView<bf16> h_bf16 = ffn_.input_bf16(rows);  // bf16 path: LayerNorm rounds h for fc1
     ln_ffn_.forward(a, h, mean2, rstd2, h_bf16);

@@ -42,6 +42,12 @@ void Linear::forward_rounded(TensorView<float> y, bool with_bias) const {
   matmul(x_bf16, w_bf16.transpose(0, 1), y, Accumulate::overwrite, with_bias ? b.data() : nullptr);
 }
 
+void Linear::forward_rounded(TensorView<bf16> y_bf16) const {
+  const TensorView<const bf16> x_bf16 = input_bf16(y_bf16.size(0));  // (rows, in), written by the caller
+  LF_CHECK(x_bf16.data() != nullptr, "{}: forward from a bf16 input without bf16 caches", name_);
+  matmul(x_bf16, w_bf16.transpose(0, 1), y_bf16, b.data());
+}
+
 void Linear::backward_rounded(TensorView<const float> dy, TensorView<float> dx, Accumulate dx_mode,
                               bool with_bias) const {
   const int64_t rows = dy.size(0);
@@ -77,9 +83,8 @@ void Linear::forward(TensorView<const float> x, TensorView<float> y, bool with_b
 
 void Linear::forward(TensorView<const float> x, TensorView<bf16> y_bf16) const {
   LF_CHECK(caches_bf16(x), "{}: a bf16 output needs the bf16 caches and a contiguous input", name_);
-  const TensorView<bf16> x_bf16 = input_bf16(x.size(0));  // (rows, in)
-  convert_to_bf16(x, x_bf16.data());
-  matmul(x_bf16, w_bf16.transpose(0, 1), y_bf16, b.data());
+  convert_to_bf16(x, input_bf16(x.size(0)).data());
+  forward_rounded(y_bf16);
 }
 
 void Linear::backward(TensorView<const float> dy, TensorView<const float> x, TensorView<float> dx, Accumulate dx_mode,

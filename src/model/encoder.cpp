@@ -66,12 +66,20 @@ TensorView<const float> Encoder::forward(int64_t B, int64_t T, const int32_t* id
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) key_valid_[b * T + t] = t < lengths[b];
 
+  // The bf16 path of training, post-LN: the kernel that makes a block's input also writes its
+  // rounding into the block's attention input cache (empty views elsewhere).
+  const auto input_bf16 = [&](int l) {
+    return l < spec_.layers ? blocks_[l]->input_bf16(geometry_) : TensorView<bf16>{};
+  };
   size_t stage = 0;
-  timer_.forward(stage++, [&] { embedding_->forward(geometry_, ids, ws_.view(hidden_[0], e), pass); });
+  bool rounded = false;  // whether hidden[l]'s rounding is in block l's input cache
+  timer_.forward(stage++, [&] { rounded = embedding_->forward(geometry_, ids, ws_.view(hidden_[0], e), pass, input_bf16(0)); });
   for (int l = 0; l < spec_.layers; ++l)
     timer_.forward(stage++, [&] {
-      blocks_[l]->forward(geometry_, ws_.view(hidden_[l], e), ws_.view(hidden_[l + 1], e), key_valid_.data(),
-                          pass);
+      const TensorView<bf16> next_bf16 = input_bf16(l + 1);
+      blocks_[l]->forward(geometry_, ws_.view(hidden_[l], e), ws_.view(hidden_[l + 1], e), key_valid_.data(), pass,
+                          rounded, next_bf16);
+      rounded = next_bf16.data() != nullptr;
     });
   if (final_ln_)
     timer_.forward(stage++, [&] {

@@ -44,8 +44,14 @@ class Attention {
 
   // x (B, T, C) -> y (B, T, C); overwrites y and this layer's caches.
   // key_valid (B, T): 1 for real tokens (full attention's key mask).
+  // x_rounded: the kernel that made x also wrote its bf16 rounding into input_bf16(g).
   void forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y, const uint8_t* key_valid,
-               const Pass& pass);
+               const Pass& pass, bool x_rounded = false);
+  // The bf16 path of training: the cache (B·T, C) that x is rounded into once for every product
+  // that reads it (in_proj's input cache, or compress-first Linformer's x cache when no row is
+  // padded), for the kernel that makes x to write its rounding into; empty otherwise (x is then
+  // rounded by the products themselves).
+  TensorView<bf16> input_bf16(const BatchGeometry& g) const;
   // dy (B, T, C) -> dx (B, T, C), overwritten; parameter gradients accumulate.
   void backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx,
                 const Pass& pass);

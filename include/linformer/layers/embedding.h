@@ -14,8 +14,11 @@ class Embedding {
   // (n, C), embed.ln.
   static void declare(ParameterTable& table, const ModelSpec& spec);
 
-  // ids (B, T) -> y (B, T, C); overwrites y and the caches.
-  void forward(const BatchGeometry& g, const int32_t* ids, TensorView<float> y, const Pass& pass);
+  // ids (B, T) -> y (B, T, C); overwrites y and the caches. y_bf16 (B·T, C), when given: where y's
+  // bf16 rounding is wanted (the first block's input cache); written by the LayerNorm when no
+  // dropout follows it. Returns whether y_bf16 was written.
+  bool forward(const BatchGeometry& g, const int32_t* ids, TensorView<float> y, const Pass& pass,
+               TensorView<bf16> y_bf16 = {});
   // Accumulates the token, position and LayerNorm gradients from dy (B, T, C). dy is used as scratch.
   void backward(const BatchGeometry& g, const int32_t* ids, TensorView<float> dy, const Pass& pass);
 

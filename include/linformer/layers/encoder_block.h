@@ -19,8 +19,14 @@ class EncoderBlock {
   static double forward_flops(const ModelSpec& spec, int layer, int64_t B, int64_t T);
 
   // x (B, T, C) -> y (B, T, C); x must stay intact until backward (it is the previous block's output).
+  // x_rounded: x's maker also wrote its bf16 rounding into input_bf16(g). y_bf16 (B·T, C), when
+  // given: the next block's input_bf16(g), where the kernel that makes y writes y's rounding too.
   void forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y, const uint8_t* key_valid,
-               const Pass& pass);
+               const Pass& pass, bool x_rounded = false, TensorView<bf16> y_bf16 = {});
+  // The bf16 path of training, post-LN: the attention's input cache, for the kernel that makes this
+  // block's input (the previous block's LN_ffn, the embedding's LayerNorm) to write x's rounding
+  // into. Empty otherwise: pre-LN, the block's own LN_attn makes the attention's input and writes it.
+  TensorView<bf16> input_bf16(const BatchGeometry& g) const;
   // dy (B, T, C) -> dx (B, T, C), overwritten (dx must not alias dy); parameter gradients accumulate.
   void backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx,
                 const Pass& pass);

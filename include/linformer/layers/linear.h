@@ -52,6 +52,8 @@ struct Linear {
   bool keeps_bf16_caches() const { return static_cast<bool>(x_bf16_); }
   TensorView<bf16> input_bf16(int64_t rows) const;
   void forward_rounded(TensorView<float> y, bool with_bias = true) const;
+  // The same with y written only rounded (a bf16-result matmul, bias included).
+  void forward_rounded(TensorView<bf16> y_bf16) const;
   TensorView<bf16> output_gradient_bf16(int64_t rows) const;
   void backward_rounded(TensorView<const float> dy, TensorView<float> dx, Accumulate dx_mode = Accumulate::overwrite,
                         bool with_bias = true) const;
