@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: build, fetch the Brown corpus, prepare it, pretrain a recipe (default:
-# recipes/brown/default.toml), then plot its validation perplexity and fill a mask with it.
+# recipes/brown/default.toml), then plot its validation perplexity, fill a mask with it and
+# score the test split with ordered and with shuffled words (how much it uses word order).
 # Re-running continues the run from its newest checkpoint.
 # Usage: scripts/pretrain.sh [recipe] [extra `linformer train` arguments...]
 set -euo pipefail
@@ -20,5 +21,9 @@ echo
 echo "fill-mask with $checkpoint:"
 build/linformer fill-mask --checkpoint "$checkpoint" --top-k 5 \
   "He put the <mask> on the table and sat down." "The jury said the <mask> was well conducted."
+echo
+# Near 1×, the model predicts from which words occur together, not from their order (README, Results).
+echo "the test split, and the same masked words with each sentence's words shuffled:"
+build/linformer eval --checkpoint "$checkpoint" --split test --shuffle-words
 echo
 echo "run directory: $run_dir (metrics.csv, metrics.jsonl, train.log, curves.png, checkpoints/)"
