@@ -286,8 +286,8 @@ def verify_run(name, args, log):
     learning-rate schedule is the published one. Returns the largest relative perplexity difference."""
     folder = os.path.join(args.results, "runs", name)
     recipe = os.path.join(folder, "recipe.toml")
-    if not os.path.exists(os.path.join(folder, "metrics.jsonl")) or not os.path.exists(recipe):
-        raise ExperimentError(f"{name}: no published run in {folder} (metrics.jsonl and recipe.toml)")
+    if not all(os.path.exists(os.path.join(folder, f)) for f in ("metrics.jsonl", "recipe.toml", "run.json")):
+        raise ExperimentError(f"{name}: no published run in {folder} (metrics.jsonl, recipe.toml and run.json)")
     published = read_jsonl(os.path.join(folder, "metrics.jsonl"))
     valid_updates = [r["update"] for r in published if r["kind"] == "valid"]
     stop = args.updates or (valid_updates[0] if valid_updates else 0)

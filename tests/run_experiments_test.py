@@ -214,6 +214,10 @@ class RunExperiments(unittest.TestCase):
         r = self.run_script("nope")
         self.assertEqual(r.returncode, 1)
         self.assertIn("no experiment 'nope'", r.stderr)
+        r = self.run_script("tiny_k", "--runs", "tiny_k9")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--runs: no run 'tiny_k9' in the selected experiments", r.stderr)
+        self.assertFalse(os.path.exists(self.runs), "a run was trained although --runs named none")
         with open(self.manifest, "a") as f:
             f.write('[broken]\nrecipes = ["missing.toml"]\n')
         r = self.run_script("--list")
