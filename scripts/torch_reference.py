@@ -47,6 +47,7 @@ ATTENTIONS = ("full", "linformer")
 SHARINGS = ("none", "headwise", "kv", "layerwise")
 PROJECTIONS = ("linear", "mean", "max", "conv")
 PROJECTION_INITS = ("normal", "paper", "xavier")
+POSITIONS = ("learned", "sinusoidal")
 
 
 class InputError(Exception):
@@ -73,7 +74,8 @@ class Config:
     sharing: str = "headwise"
     projection: str = "linear"
     freeze_projection: bool = False
-    init_std: float = 0.02  # only used to write random weights
+    init_std: float = 0.02  # random weights; the amplitude of sinusoidal positions
+    positions: str = "learned"
     projection_init: str = "normal"  # only used to write random weights
 
     @property
@@ -159,6 +161,7 @@ def parse_config(model, source="model config"):
         seq_len=positive("seq_len"),
         vocab_size=vocab_size,
         init_std=float(init_std),
+        positions=choice("positions", POSITIONS, "learned"),
     )
     if fields["attention"] == "linformer":
         fields.update(
@@ -296,7 +299,20 @@ def is_bias(name):
 
 
 def is_trainable(cfg, name):
+    if name == "embed.positions":
+        return cfg.positions == "learned"
     return not (cfg.freeze_projection and is_projection(name))
+
+
+def sinusoidal_positions(cfg):
+    """(n, C) fixed positions: column 2i sin, 2i+1 cos of t / 10000^(2i/C) (Vaswani et al. 2017),
+    times sqrt(2)·init_std so that the table's RMS is init_std, as a learned table starts."""
+    n, C = cfg.seq_len, cfg.d_model
+    t = torch.arange(n, dtype=torch.float64)[:, None]
+    pair = torch.arange(C, dtype=torch.float64)[None, :] // 2 * 2  # 2i for columns 2i and 2i+1
+    angle = t / torch.pow(torch.tensor(10000.0, dtype=torch.float64), pair / C)
+    odd = (torch.arange(C) % 2 == 1)[None, :]
+    return math.sqrt(2.0) * cfg.init_std * torch.where(odd, torch.cos(angle), torch.sin(angle))
 
 
 def is_decayed(name, decay_bias_and_norm=False):
@@ -332,6 +348,8 @@ def init_weights(cfg, generator):
             w = torch.randn(shape, generator=generator) * cfg.init_std
         weights[name] = w.float()
     weights["embed.tokens"][PAD] = 0.0
+    if cfg.positions == "sinusoidal":
+        weights["embed.positions"] = sinusoidal_positions(cfg).float()
     return weights
 
 
@@ -379,6 +397,14 @@ def check_weights(cfg, tensors, source="weights"):
     for name in tensors:
         if name not in expected:
             raise InputError(f"{source}: unexpected tensor '{name}' for this model configuration")
+    if cfg.positions == "sinusoidal":
+        table = sinusoidal_positions(cfg)
+        worst = (tensors["embed.positions"].double() - table).abs().max().item()
+        if worst > 1e-6 * table.abs().max().item():
+            raise InputError(
+                f"{source}: tensor 'embed.positions' is not the sinusoidal table of this model "
+                f"(max difference {worst:.3g})"
+            )
 
 
 @dataclass

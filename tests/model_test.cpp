@@ -6,6 +6,7 @@
 #include "linformer/model/mlm_model.h"
 #include "linformer/nn/safetensors.h"
 #include "linformer/nn/weights_file.h"
+#include "linformer/optim/adamw.h"
 #include "model_test_util.h"
 #include "test_util.h"
 
@@ -97,7 +98,8 @@ std::vector<FdCase> model_variants() {
           FdCase{"linformer_layerwise", {{"sharing", "layerwise"}}, false},
           FdCase{"linformer_conv_none", {{"projection", "conv"}, {"sharing", "none"}}, false},
           FdCase{"linformer_mean_pre", {{"projection", "mean"}, {"norm", "pre"}}, false},
-          FdCase{"linformer_max_kv", {{"projection", "max"}, {"sharing", "kv"}}, false}};
+          FdCase{"linformer_max_kv", {{"projection", "max"}, {"sharing", "kv"}}, false},
+          FdCase{"linformer_sinusoidal", {{"positions", "sinusoidal"}}, false}};
 }
 
 std::string variant_name(const ::testing::TestParamInfo<FdCase>& info) { return info.param.name; }
@@ -213,6 +215,38 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<FdCase>& info) { return info.param.name; });
 
 // ---- determinism, dropout, accumulation ---------------------------------------------------
+
+// Sinusoidal positions: a fixed table (its values are checked against the PyTorch reference's
+// own table in TorchParity.*/*sinusoidal*) with the RMS of a learned one, no gradient, no update.
+TEST(Model, SinusoidalPositionsAreFixedWithTheScaleOfALearnedTable) {
+  const ModelSpec spec = testing::tiny_spec({{"positions", "sinusoidal"}});
+  const OwnedBatch batch = testing::random_batch(12, {12, 9, 5}, spec.vocab_size, 3);
+  MlmModel model(spec, batch.B, batch.B * batch.T);
+  model.params().initialize(5);
+  const auto& table = model.params().table();
+  const auto entry = std::find_if(table.begin(), table.end(), [](const auto& p) { return p.name == "embed.positions"; });
+  ASSERT_NE(entry, table.end());
+  EXPECT_FALSE(entry->trainable);
+  const TensorView<float> positions = model.params().value("embed.positions");
+  const std::vector<float> before(positions.data(), positions.data() + positions.numel());
+  double square_sum = 0;
+  for (float x : before) square_sum += static_cast<double>(x) * x;
+  EXPECT_NEAR(std::sqrt(square_sum / static_cast<double>(before.size())), spec.init_std, 1e-6);
+  // Row t = 0: sin 0 = 0 in even columns, √2·init_std·cos 0 in odd ones.
+  for (int64_t c = 0; c < spec.d_model; ++c)
+    EXPECT_NEAR(before[static_cast<size_t>(c)], c % 2 ? std::sqrt(2.0) * spec.init_std : 0.0, 1e-7) << "column " << c;
+
+  model.params().zero_grads();
+  model.forward_backward(batch.view(), Pass{true, 1, 1}, 0.1f);
+  const TensorView<float> grad = model.params().grad("embed.positions");
+  EXPECT_EQ(std::count(grad.data(), grad.data() + grad.numel(), 0.0f), grad.numel());
+  config::OptimConfig optim = config::Recipe().optim;  // the declared defaults
+  optim.weight_decay = 0.1;
+  AdamW adam(model.params(), optim);
+  adam.step(1e-2);
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), positions.data()));
+  EXPECT_NE(model.params().value("embed.tokens").data()[spec.d_model], 0.0f);
+}
 
 TEST(Model, DeterministicWithoutDropoutAndSeededWithIt) {
   const ModelSpec spec = testing::tiny_spec({{"dropout", 0.1}, {"attention_dropout", 0.1}});

@@ -63,8 +63,12 @@ TEST_P(TorchParity, LossLogitsOutputsAndGradientsMatch) {
   model.params().initialize(7);
   // Move every parameter off its init (biases 0, LayerNorm 1, conv = mean pooling), so
   // that nothing a bug could hide behind stays at a special value.
+  // Fixed sinusoidal positions stay as made: the reference checks them against its own table.
+  const TensorView<float> positions = model.params().value("embed.positions");
+  const std::vector<float> made(positions.data(), positions.data() + positions.numel());
   Rng noise(99);
   for (size_t i = 0; i < model.params().values().numel(); ++i) model.params().values().data()[i] += 0.1f * noise.normal();
+  if (spec.positions == config::PositionKind::sinusoidal) std::copy(made.begin(), made.end(), positions.data());
   TempDir dir;
   const std::string weights = (dir.path() / "w.safetensors").string();
   const std::string batch_file = (dir.path() / "b.safetensors").string();
@@ -125,6 +129,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ParityCase{"linformer_nonuniform_k", {{"k_per_layer", {8, 4}}}},
                       ParityCase{"linformer_pre", {{"norm", "pre"}}},
                       ParityCase{"linformer_frozen", {{"freeze_projection", true}}},
+                      ParityCase{"linformer_sinusoidal", {{"positions", "sinusoidal"}}},
+                      ParityCase{"full_pre_sinusoidal", {{"attention", "full"}, {"norm", "pre"}, {"positions", "sinusoidal"}}},
                       ParityCase{"linformer_mean", {{"projection", "mean"}}},
                       ParityCase{"linformer_max", {{"projection", "max"}}},
                       ParityCase{"linformer_conv", {{"projection", "conv"}}},

@@ -238,6 +238,27 @@ class ParameterNames(unittest.TestCase):
         )
         self.assertAlmostEqual(paper["layers.0.attn.proj_e"].std().item(), 0.5, delta=0.03)
 
+    def test_sinusoidal_positions(self):
+        cfg = tiny_config(positions="sinusoidal", d_model=16)
+        table = ref.sinusoidal_positions(cfg)
+        amplitude = math.sqrt(2.0) * cfg.init_std
+        for t, c in [(0, 0), (0, 1), (5, 0), (5, 1), (7, 6), (7, 7), (15, 14), (15, 15)]:
+            angle = t / 10000 ** ((c - c % 2) / 16)
+            expected = amplitude * (math.sin(angle) if c % 2 == 0 else math.cos(angle))
+            self.assertAlmostEqual(table[t, c].item(), expected, places=12, msg=f"row {t}, column {c}")
+        self.assertAlmostEqual(table.pow(2).mean().sqrt().item(), cfg.init_std, places=12)
+        weights = ref.init_weights(cfg, torch.Generator().manual_seed(0))
+        ref.check_weights(cfg, weights)
+        self.assertFalse(ref.is_trainable(cfg, "embed.positions"))
+        self.assertTrue(ref.is_trainable(tiny_config(), "embed.positions"))
+        moved = dict(weights, **{"embed.positions": weights["embed.positions"] + 1e-4})
+        with self.assertRaisesRegex(ref.InputError, "'embed.positions' is not the sinusoidal table"):
+            ref.check_weights(cfg, moved)
+        batch = make_batch(SEQUENCES, 12, MASKED)
+        _, _, _, grads = ref.forward_backward(weights, cfg, batch)
+        self.assertNotIn("embed.positions", grads)
+        self.assertIn("embed.tokens", grads)
+
     def test_check_weights_names_the_tensor(self):
         cfg = tiny_config(sharing="kv")
         weights = ref.init_weights(cfg, torch.Generator().manual_seed(0))

@@ -7,7 +7,9 @@ namespace linformer {
 
 void Embedding::declare(ParameterTable& table, const ModelSpec& spec) {
   table.add("embed.tokens", Shape{spec.vocab_size, spec.d_model}, Init::embedding, true);
-  table.add("embed.positions", Shape{spec.seq_len, spec.d_model}, Init::normal, true);
+  const bool learned = spec.positions == config::PositionKind::learned;
+  table.add("embed.positions", Shape{spec.seq_len, spec.d_model}, learned ? Init::normal : Init::sinusoidal, true,
+            learned);
   LayerNorm::declare(table, "embed.ln", spec.d_model);
 }
 
@@ -64,6 +66,7 @@ void Embedding::backward(const BatchGeometry& g, const int32_t* ids, TensorView<
                ws_.view(rstd_, r).data(), d_sum);
   // In the forward pass: sum[b, t] = tokens[ids[b, t]] + positions[t].
   scatter_add_rows(d_sum.data(), ids, d_tokens_.data(), rows, C);
+  if (spec_.positions != config::PositionKind::learned) return;  // fixed sinusoids
   for (int64_t b = 0; b < g.B; ++b) {
     float* dp = d_positions_.data();
     const float* ds = d_sum.data() + b * g.T * C;

@@ -67,6 +67,13 @@ constexpr auto enum_names(ProjectionKind) {
                     std::pair{E::max, "max"sv}, std::pair{E::conv, "conv"sv}};
 }
 
+// learned: a trained (n, C) table; sinusoidal: Vaswani et al.'s fixed sines and cosines.
+enum class PositionKind { learned, sinusoidal };
+constexpr auto enum_names(PositionKind) {
+  using E = PositionKind;
+  return std::array{std::pair{E::learned, "learned"sv}, std::pair{E::sinusoidal, "sinusoidal"sv}};
+}
+
 // normal: N(0, model.init_std) (fairseq's effective init); paper: N(0, 1/k); xavier: uniform.
 enum class ProjectionInit { normal, paper, xavier };
 constexpr auto enum_names(ProjectionInit) {
@@ -155,6 +162,7 @@ struct ModelConfig {
   NormPlacement norm;
   double layer_norm_eps;
   double init_std;
+  PositionKind positions;
   AttentionKind attention;
   int k;
   std::vector<int> k_per_layer;
@@ -179,6 +187,9 @@ struct ModelConfig {
     v("layer_norm_eps", layer_norm_eps, 1e-5, "LayerNorm epsilon.", greater_than(0.0));
     v("init_std", init_std, 0.02, "Standard deviation of the N(0, σ) weight initialisation.",
       greater_than(0.0));
+    v("positions", positions, PositionKind::learned,
+      "Position embeddings: learned (RoBERTa) or sinusoidal (fixed sin/cos of Vaswani et al., scaled to "
+      "the RMS init_std a learned table starts with; not trained).");
     v("attention", attention, AttentionKind::linformer,
       "Self-attention: full (softmax over all n keys, the Transformer baseline) or linformer.");
     v("k", k, 128, "Linformer: projected length of keys and values.", at_least(1));

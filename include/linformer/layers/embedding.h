@@ -11,7 +11,7 @@ class Embedding {
  public:
   Embedding(const ModelSpec& spec, const Parameters& params, Workspace& ws, int64_t max_batch);
   // embed.tokens (V, C) (the <pad> row zero; tied to the MLM head's output), embed.positions
-  // (n, C), embed.ln.
+  // (n, C) (learned, or fixed sinusoids: not trainable, no gradient), embed.ln.
   static void declare(ParameterTable& table, const ModelSpec& spec);
 
   // ids (B, T) -> y (B, T, C); overwrites y and the caches. y_bf16 (B·T, C), when given: where y's
@@ -19,7 +19,7 @@ class Embedding {
   // dropout follows it. Returns whether y_bf16 was written.
   bool forward(const BatchGeometry& g, const int32_t* ids, TensorView<float> y, const Pass& pass,
                TensorView<bf16> y_bf16 = {});
-  // Accumulates the token, position and LayerNorm gradients from dy (B, T, C). dy is used as scratch.
+  // Accumulates the token, (learned) position and LayerNorm gradients from dy (B, T, C). dy is used as scratch.
   void backward(const BatchGeometry& g, const int32_t* ids, TensorView<float> dy, const Pass& pass);
 
  private:

@@ -23,6 +23,7 @@ enum class Init {
   embedding,     // N(0, init_std), <pad> row zero
   projection,    // Linformer E/F: as spec.projection_init says
   conv_window,   // conv filters: 1/s (start as mean pooling)
+  sinusoidal,    // (n, C) positions: √2·init_std·sin/cos(t / 10000^(2i/C)), RMS init_std
 };
 
 struct ParamSpec {
