@@ -94,11 +94,13 @@ void Parameters::initialize(uint64_t seed) {
         // Each sin/cos pair has mean square 1/2: the √2 gives the table the RMS init_std of a learned one.
         const int64_t C = v.size(1);
         const double amplitude = std::sqrt(2.0) * spec_.init_std;
-        for (int64_t t = 0; t < v.size(0); ++t)
-          for (int64_t c = 0; c < C; ++c) {
-            const double angle = static_cast<double>(t) / std::pow(10000.0, static_cast<double>(c - c % 2) / C);
+        for (int64_t c = 0; c < C; ++c) {
+          const double wavelength = std::pow(10000.0, static_cast<double>(c - c % 2) / C);  // 10000^(2i/C)
+          for (int64_t t = 0; t < v.size(0); ++t) {
+            const double angle = static_cast<double>(t) / wavelength;
             x[t * C + c] = static_cast<float>(amplitude * (c % 2 == 0 ? std::sin(angle) : std::cos(angle)));
           }
+        }
         break;
       }
       case Init::conv_window: {
