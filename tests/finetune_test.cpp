@@ -180,6 +180,8 @@ TEST_F(Finetune, BadInputIsRefusedNamingTheKeyOrFile) {
   };
   EXPECT_THAT(error_of("", {}), HasSubstr("finetune.checkpoint is empty"));
   EXPECT_THAT(error_of("none", {"finetune.train=\"\""}), HasSubstr("finetune.train is empty"));
+  EXPECT_THAT(error_of("none", {"train.short_seq_len=8", "train.short_seq_updates=2"}),
+              HasSubstr("the sequence-length warm-up is for pretraining"));
   const std::string one_label = files.write("one.jsonl", "{\"text\": \"ka lo\", \"label\": \"yes\"}\n");
   EXPECT_THAT(error_of("none", {"finetune.train=" + one_label}), HasSubstr("classification needs at least two labels"));
   const std::string unknown = files.write("unknown.jsonl", "{\"text\": \"ka lo\", \"label\": \"maybe\"}\n");

@@ -268,6 +268,16 @@ TEST(RecipeErrors, InconsistentCombinations) {
               HasSubstr("leaves no documents for training"));
   EXPECT_THAT(load_error(path, {"train.max_updates=0"}), HasSubstr("training would never stop"));
   EXPECT_THAT(load_error(path, {"optim.end_lr=1.0"}), HasSubstr("optim.end_lr = 1 exceeds the peak optim.lr"));
+  // The sequence-length warm-up: a length that divides n and is shorter, and updates for both phases.
+  EXPECT_THAT(load_error(path, {"train.short_seq_len=100"}), HasSubstr("train.short_seq_len = 100 must divide"));
+  EXPECT_THAT(load_error(path, {"train.short_seq_len=512", "train.short_seq_updates=10"}),
+              HasSubstr("must divide data.seq_len = 512 and be at least 2 and less than it"));
+  EXPECT_THAT(load_error(path, {"train.short_seq_len=128"}), HasSubstr("train.short_seq_len = 128 needs train.short_seq_updates"));
+  EXPECT_THAT(load_error(path, {"train.short_seq_updates=10"}), HasSubstr("train.short_seq_updates = 10 needs train.short_seq_len"));
+  EXPECT_THAT(load_error(path, {"train.short_seq_len=128", "train.short_seq_updates=10000", "train.max_updates=10000"}),
+              HasSubstr("leaves no update of train.max_updates = 10000 on blocks of data.seq_len"));
+  EXPECT_NO_THROW(load_recipe(path, {"train.short_seq_len=128", "train.short_seq_updates=10000", "train.max_updates=0",
+                                     "train.max_tokens=1000000"}));
   // Linformer-only checks do not apply to full attention; layerwise sharing takes one k, given
   // once or for every layer.
   EXPECT_NO_THROW(load_recipe(path, {"model.attention=full", "model.k=600"}));

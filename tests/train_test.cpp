@@ -129,6 +129,84 @@ TEST_F(TrainTest, AccumulationEqualsOneBigBatch) {
   EXPECT_LT(max_diff, 1e-5) << "weights after 6 updates";
 }
 
+// Sequence-length warm-up (train.short_seq_len): full attention with fixed positions, so a model
+// of n = 32 and one of n = 16 start from the same weights and the phases can be compared with
+// plain runs.
+const std::vector<std::string> kWarmUpModel = {"model.attention=full", "model.positions=sinusoidal",
+                                               "train.max_updates=8", "checkpoint.every=2"};
+const std::vector<std::string> kWarmUp = {"train.short_seq_len=16", "train.short_seq_updates=4"};
+
+std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The metrics rows of `kind` ("train", "valid") whose update is in [first, last].
+std::vector<std::string> rows_between(const std::vector<std::string>& rows, const std::string& kind, int first, int last) {
+  std::vector<std::string> out;
+  for (const auto& row : rows) {
+    if (row.rfind(kind + ",", 0) != 0) continue;
+    const int update = std::stoi(row.substr(kind.size() + 1));
+    if (update >= first && update <= last) out.push_back(row);
+  }
+  return out;
+}
+
+TEST_F(TrainTest, ShortSequenceWarmUpTrainsOnShortBlocksThenOnFullOnes) {
+  TempDir runs;
+  const std::string warm = (runs.path() / "warm").string(), short_run = (runs.path() / "short").string(),
+                    full_run = (runs.path() / "full").string();
+  train(warm, joined(kWarmUpModel, kWarmUp));
+  // Updates 1-4: the updates of a run on blocks of 16 with twice the micro-batches, row for row.
+  train(short_run, joined(kWarmUpModel, {"data.seq_len=16", "train.accumulation=2"}));
+  const auto warm_rows = metric_rows(warm);
+  const auto short_first = rows_between(metric_rows(short_run), "train", 1, 4);
+  ASSERT_EQ(short_first.size(), 2u);
+  EXPECT_EQ(rows_between(warm_rows, "train", 1, 4), short_first);
+  // Updates 5-8: those of a run on blocks of 32 continued from the warm-up's update 4 with its data
+  // position reset (the n-token blocks from the start of their order).
+  TrainOptions o;
+  o.recipe_path = recipe_;
+  o.overrides = kWarmUpModel;
+  o.run_dir = full_run;
+  o.resume = warm + "/checkpoints/checkpoint_00000004";
+  o.reset_data = true;
+  run_training(o);
+  const auto full_rows = metric_rows(full_run);
+  ASSERT_EQ(rows_between(full_rows, "train", 5, 8).size(), 2u);
+  EXPECT_EQ(rows_between(warm_rows, "train", 5, 8), rows_between(full_rows, "train", 5, 8));
+  EXPECT_EQ(rows_between(warm_rows, "valid", 5, 8), rows_between(full_rows, "valid", 5, 8));
+  EXPECT_TRUE(final_weights(warm) == final_weights(full_run)) << "final weights differ";
+}
+
+TEST_F(TrainTest, ShortSequenceWarmUpResumesExactlyOnEitherSideOfTheSwitch) {
+  TempDir runs;
+  const std::string straight = (runs.path() / "straight").string();
+  const auto recipe = joined(kWarmUpModel, kWarmUp);
+  train(straight, recipe);
+  // Resumed from update 2 (warm-up), 4 (the switch: the next update is the first on 32 tokens), 6.
+  for (int from : {2, 4, 6}) {
+    SCOPED_TRACE("resumed from update " + std::to_string(from));
+    const std::string resumed = (runs.path() / ("from" + std::to_string(from))).string();
+    fs::copy(straight, resumed, fs::copy_options::recursive);
+    for (const auto& c : list_checkpoints(resumed + "/checkpoints"))
+      if (c.update > from) fs::remove_all(c.path);
+    train(resumed, recipe, "auto");
+    EXPECT_EQ(metric_rows(straight), metric_rows(resumed));
+    EXPECT_TRUE(final_weights(straight) == final_weights(resumed)) << "final weights differ";
+  }
+  // Switching the warm-up off (or changing it) moves the data position: refused, naming the key.
+  const std::string changed = (runs.path() / "changed").string();
+  fs::copy(straight, changed, fs::copy_options::recursive);
+  fs::remove_all(changed + "/checkpoints/checkpoint_00000008");
+  try {
+    train(changed, kWarmUpModel, "auto");
+    FAIL() << "resumed a warm-up run without its warm-up";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("train.short_seq_len (16 in the checkpoint, 0 now)"));
+  }
+}
+
 TEST_F(TrainTest, SigtermWritesACheckpointAndTheRunResumes) {
   TempDir runs;
   const std::string run = (runs.path() / "run").string();

@@ -57,6 +57,20 @@ std::vector<std::string> validate_recipe(const Recipe& r) {
   if (t.max_updates == 0 && t.max_tokens == 0 && t.max_minutes == 0.0)
     fail("training would never stop: set train.max_updates, train.max_tokens or train.max_minutes");
 
+  if (t.short_seq_len > 0 || t.short_seq_updates > 0) {
+    const int s = t.short_seq_len;
+    if (s == 0)
+      fail("train.short_seq_updates = {} needs train.short_seq_len, the block length of those updates",
+           t.short_seq_updates);
+    else if (s < 2 || s >= n || n % s != 0)
+      fail("train.short_seq_len = {} must divide data.seq_len = {} and be at least 2 and less than it", s, n);
+    if (s > 0 && t.short_seq_updates == 0)
+      fail("train.short_seq_len = {} needs train.short_seq_updates, how many updates train on blocks that long", s);
+    if (t.max_updates > 0 && t.short_seq_updates >= t.max_updates)
+      fail("train.short_seq_updates = {} leaves no update of train.max_updates = {} on blocks of data.seq_len",
+           t.short_seq_updates, t.max_updates);
+  }
+
   if (r.optim.end_lr > r.optim.lr)
     fail("optim.end_lr = {} exceeds the peak optim.lr = {}", r.optim.end_lr, r.optim.lr);
 

@@ -49,6 +49,10 @@ config::Recipe load_finetune_recipe(const FinetuneOptions& options) {
   if (recipe.train.accumulation != 1)
     problems.push_back(fmt::format("train.accumulation = {}: fine-tuning updates once per batch (set it to 1)",
                                    recipe.train.accumulation));
+  if (recipe.train.short_seq_len > 0)
+    problems.push_back(fmt::format("train.short_seq_len = {}: the sequence-length warm-up is for pretraining (set it "
+                                   "to 0)",
+                                   recipe.train.short_seq_len));
   if (!problems.empty()) {
     std::string message = options.recipe_path + ": cannot fine-tune with this recipe:";
     for (const auto& p : problems) message += "\n  " + p;

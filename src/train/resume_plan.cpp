@@ -9,8 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 namespace linformer {
 
@@ -47,13 +49,24 @@ std::string newest_verified(const std::vector<CheckpointInfo>& checkpoints) {
   throw Error("--resume auto: no checkpoint verifies:" + failures);
 }
 
+// Order keys recorded since a later version: a checkpoint without one was written with its default.
+const std::map<std::string, std::string>& later_order_key_defaults() {
+  static const std::map<std::string, std::string> defaults = {{"train.short_seq_len", "0"},
+                                                              {"train.short_seq_updates", "0"}};
+  return defaults;
+}
+
 // The recipe keys of a data identity that differ from another's.
 std::vector<std::string> differing_order_keys(const DataIdentity& stored, const DataIdentity& now) {
   std::vector<std::string> keys;
-  for (const auto& [key, value] : stored.order_keys)
-    for (const auto& [key_now, value_now] : now.order_keys)
-      if (key == key_now && value != value_now)
-        keys.push_back(fmt::format("{} ({} in the checkpoint, {} now)", key, value, value_now));
+  for (const auto& [key_now, value_now] : now.order_keys) {
+    const auto same_key = [&key = key_now](const auto& entry) { return entry.first == key; };
+    const auto it = std::find_if(stored.order_keys.begin(), stored.order_keys.end(), same_key);
+    const auto later = later_order_key_defaults().find(key_now);
+    if (it == stored.order_keys.end() && later == later_order_key_defaults().end()) continue;
+    const std::string& value = it != stored.order_keys.end() ? it->second : later->second;
+    if (value != value_now) keys.push_back(fmt::format("{} ({} in the checkpoint, {} now)", key_now, value, value_now));
+  }
   return keys;
 }
 }  // namespace

@@ -122,18 +122,23 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
   AdamW optimizer(model.params(), recipe.optim);
   TrainingState state = load_resume_point(plan, spec, model.params(), optimizer);
   const int64_t start_update = state.update;
-  data->train->set_state({state.epoch, state.position});
+  data->train_batcher(state.update + 1).set_state({state.epoch, state.position});
   MetricsLog metrics(run_dir, state.update, /*writes=*/World::is_root());
   spdlog::info("model: {} parameters ({:.1f} MB), activations {:.1f} MB; train {} blocks ({} batches/epoch), valid {} blocks",
                model.params().count(), model.params().values().layout().bytes() / 1e6, model.activation_bytes() / 1e6,
                data->train_blocks->size(), data->train->batches_per_epoch(), data->valid_blocks->size());
+  if (data->short_updates > 0)
+    spdlog::info("sequence-length warm-up: updates 1 to {} on blocks of {} tokens ({} blocks, {} micro-batches an "
+                 "update), then blocks of {}",
+                 data->short_updates, recipe.train.short_seq_len, data->short_blocks->size(), data->short_micro_batches,
+                 n);
 
   const RunSchedule schedule(recipe);
   Validator validator(model, *data, recipe, metrics);
   RunCheckpoints checkpoints((fs::path(run_dir) / "checkpoints").string(), recipe.checkpoint, resolved,
                              data->prepared.tokenizer.serialized(), identity);
   const bool overlap = overlap_allreduce(options.overlap_allreduce);
-  UpdateStep step(model, optimizer, *data->train, recipe, overlap);
+  UpdateStep step(model, optimizer, *data, recipe, overlap);
   IntervalMeter meter(state.interval);
   const RunClock clock(state.elapsed_seconds);
   // Rank 0 alone writes checkpoints (the processes hold the same weights and state).
@@ -141,7 +146,7 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
     if (!World::is_root()) return;
     TrainingState saved = state;
     saved.interval = meter.sums();
-    checkpoints.write(model.params(), optimizer, saved, data->train->state(), clock.elapsed());
+    checkpoints.write(model.params(), optimizer, saved, data->train_batcher(state.update + 1).state(), clock.elapsed());
   };
   // A checkpoint within the run: by recipe, a failed write may be skipped (tried again at the next).
   auto save_periodic = [&] {
@@ -176,7 +181,7 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
     if (schedule.log_now(state.update)) {
       const double seconds_per_update = meter.seconds_per_update();
       const double allreduce_share = meter.allreduce_share();
-      const MetricsRow row = meter.take_row(state, data->train->state().epoch, clock.elapsed());
+      const MetricsRow row = meter.take_row(state, data->train_batcher(state.update + 1).state().epoch, clock.elapsed());
       metrics.append(row);
       log_train_row(row, recipe.train.max_updates, seconds_per_update, allreduce_share);
     }

@@ -43,6 +43,14 @@ std::unique_ptr<TrainingData> open_training_data(const config::Recipe& recipe, c
   t->train = std::make_unique<data::Batcher>(*t->train_blocks, *t->train_masker, train_options);
   t->valid = std::make_unique<data::Batcher>(*t->valid_blocks, *t->valid_masker,
                                              data::evaluation_options(recipe.train.batch_size, seed));
+  t->micro_batches = recipe.train.accumulation;
+  if (recipe.train.short_seq_len > 0) {
+    const int s = recipe.train.short_seq_len;
+    t->short_blocks = std::make_unique<data::TokenBlocks>(t->prepared.train, s, d.break_mode);
+    t->short_train = std::make_unique<data::Batcher>(*t->short_blocks, *t->train_masker, train_options);
+    t->short_updates = recipe.train.short_seq_updates;
+    t->short_micro_batches = recipe.train.accumulation * (d.seq_len / s);
+  }
   return t;
 }
 
@@ -56,7 +64,9 @@ DataIdentity data_identity(const TrainingData& data, const config::Recipe& recip
                    {"data.break_mode", std::string(config::enum_name(recipe.data.break_mode))},
                    // The sequences of an update on all processes: R processes of batch b read the batches of
                    // one process of R·b (batcher.h), so a run may resume with another number of processes.
-                   {"train.batch_size", std::to_string(static_cast<int64_t>(World::size()) * recipe.train.batch_size)}};
+                   {"train.batch_size", std::to_string(static_cast<int64_t>(World::size()) * recipe.train.batch_size)},
+                 {"train.short_seq_len", std::to_string(recipe.train.short_seq_len)},
+                 {"train.short_seq_updates", std::to_string(recipe.train.short_seq_updates)}};
   return id;
 }
 

@@ -9,13 +9,9 @@
 
 namespace linformer {
 
-UpdateStep::UpdateStep(MlmModel& model, AdamW& optimizer, data::Batcher& batches, const config::Recipe& recipe,
+UpdateStep::UpdateStep(MlmModel& model, AdamW& optimizer, TrainingData& data, const config::Recipe& recipe,
                        bool overlap_allreduce)
-    : model_(model),
-      optimizer_(optimizer),
-      batches_(batches),
-      recipe_(recipe),
-      micro_(static_cast<size_t>(recipe.train.accumulation)) {
+    : model_(model), optimizer_(optimizer), data_(data), recipe_(recipe) {
   if (World::distributed())
     gradient_sync_.emplace(model.params(), model.gradients_final_offsets(), overlap_allreduce);
 }
@@ -23,8 +19,10 @@ UpdateStep::UpdateStep(MlmModel& model, AdamW& optimizer, data::Batcher& batches
 UpdateResult UpdateStep::run(TrainingState& state) {
   UpdateResult result;
   int64_t update_masked = 0;
+  data::Batcher& batches = data_.train_batcher(state.update + 1);
+  micro_.resize(static_cast<size_t>(data_.micro_batches_of(state.update + 1)));
   for (auto& batch : micro_) {
-    batches_.next(batch);
+    batches.next(batch);
     update_masked += batch.targets();
   }
   // Data parallel: the loss is the mean over every process's masked tokens, so R processes of

@@ -43,7 +43,7 @@ bool Validator::run(TrainingState& state, double elapsed_seconds) {
     ++state.validations_since_best;
   }
   const double lr = learning_rate(recipe_.optim, recipe_.train.max_updates, std::max<int64_t>(state.update, 1));
-  MetricsRow row = validation_row(last_, state, data_.train->state().epoch, lr, elapsed_seconds);
+  MetricsRow row = validation_row(last_, state, data_.train_batcher(state.update + 1).state().epoch, lr, elapsed_seconds);
   std::string word_order;
   if (recipe_.validation.shuffle_words) {
     const auto& word_starts = data_.prepared.tokenizer.word_starts();

@@ -268,6 +268,8 @@ struct TrainConfig {
   int max_updates;
   int64_t max_tokens;
   double max_minutes;
+  int short_seq_len;
+  int short_seq_updates;
   Precision precision;
 
   template <class V>
@@ -278,6 +280,15 @@ struct TrainConfig {
     v("max_tokens", max_tokens, int64_t{0}, "Stop after this many training tokens (0: no limit).",
       at_least(int64_t{0}));
     v("max_minutes", max_minutes, 0.0, "Stop after this much wall time (0: no limit).", at_least(0.0));
+    v("short_seq_len", short_seq_len, 0,
+      "Sequence-length warm-up (BERT's two phases): the first train.short_seq_updates updates train on blocks of "
+      "this many tokens (<s> included; it must divide data.seq_len), cut from the training split as data.break_mode "
+      "says, each update of train.accumulation x data.seq_len / short_seq_len micro-batches so it reads about as many "
+      "tokens as later ones; then blocks of data.seq_len from the start of their order. Validation always uses "
+      "data.seq_len. 0: off.",
+      at_least(0));
+    v("short_seq_updates", short_seq_updates, 0, "Sequence-length warm-up: updates trained on blocks of "
+      "train.short_seq_len tokens.", at_least(0));
     v("precision", precision, Precision::fp32,
       "fp32, or bf16 mixed precision: every matmul takes bf16 operands and accumulates in f32; fp32 master "
       "weights, optimizer, LayerNorm, softmax and loss. Needs avx512_bf16; without it the run warns and stays fp32.");

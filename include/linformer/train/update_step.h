@@ -1,8 +1,8 @@
 #pragma once
-// One optimizer update: train.accumulation micro-batches, each loss scaled by 1 / (masked
-// tokens of the whole update), so k micro-batches of b rows are the same update as one batch
-// of k·b rows; then the global gradient norm, clipping to optim.clip_norm, the schedule's
-// learning rate and an AdamW step.
+// One optimizer update: train.accumulation micro-batches (more during a sequence-length
+// warm-up, training_data.h), each loss scaled by 1 / (masked tokens of the whole update), so k
+// micro-batches of b rows are the same update as one batch of k·b rows; then the global
+// gradient norm, clipping to optim.clip_norm, the schedule's learning rate and an AdamW step.
 //
 // Data parallel (core/world.h): the scale is 1 / (masked tokens of the update on every process),
 // the gradients are summed over the processes before the norm, and the result's counts are the
@@ -14,6 +14,7 @@
 #include "linformer/optim/adamw.h"
 #include "linformer/train/checkpoint.h"
 #include "linformer/train/gradient_sync.h"
+#include "linformer/train/training_data.h"
 
 #include <cstdint>
 #include <optional>
@@ -36,7 +37,7 @@ class UpdateStep {
  public:
   // Keeps references: all must outlive the step.
   // Data parallel: overlap_allreduce sums gradients during the last micro-batch's backward pass.
-  UpdateStep(MlmModel& model, AdamW& optimizer, data::Batcher& batches, const config::Recipe& recipe,
+  UpdateStep(MlmModel& model, AdamW& optimizer, TrainingData& data, const config::Recipe& recipe,
              bool overlap_allreduce = false);
 
   // Runs update state.update + 1; advances state.update, micro_step and tokens.
@@ -49,9 +50,9 @@ class UpdateStep {
  private:
   MlmModel& model_;
   AdamW& optimizer_;
-  data::Batcher& batches_;
+  TrainingData& data_;
   const config::Recipe& recipe_;
-  std::vector<data::Batch> micro_;  // (accumulation) the update's micro-batches
+  std::vector<data::Batch> micro_;  // the update's micro-batches (train.accumulation, or the warm-up's count)
   std::vector<int32_t> positions_;  // (M) int32 copy of a batch's target positions
   std::optional<GradientSync> gradient_sync_;  // data parallel only
 };
