@@ -7,6 +7,8 @@ OUT.png and OUT.svg. The unigram baseline (a model that knows token frequencies 
 logged beside each validation as unigram_perplexity) is drawn as a dotted reference line:
 one black line when every run has the same baseline, else one per run in its colour. Runs
 trained with validation.shuffle_words also get their validation on shuffled words, dash-dotted.
+Runs with a sequence-length warm-up (train.short_seq_len in RUN_DIR/recipe.toml) get a thin
+vertical line in their colour where their blocks grow to data.seq_len.
 
 Usage: plot_curves.py RUN_DIR [RUN_DIR ...] [--out results/curves] [--title TEXT] [--train]
                       [--labels A,B,...] [--unigram PPL]
@@ -15,6 +17,7 @@ import argparse
 import json
 import os
 import sys
+import tomllib
 
 import matplotlib
 
@@ -46,6 +49,19 @@ def unigram_of(rows):
     """The run's unigram baseline: the value of its validation rows (fixed masks: one value)."""
     values = [r["unigram_perplexity"] for r in rows if r.get("kind") == "valid" and r.get("unigram_perplexity")]
     return values[-1] if values else None
+
+
+def warm_up_end(run_dir):
+    """The last update of the run's sequence-length warm-up (recipe.toml's train.short_seq_updates), or None."""
+    path = os.path.join(run_dir, "recipe.toml")
+    if not os.path.exists(path):
+        return None
+    with open(path, "rb") as f:
+        try:
+            train = tomllib.load(f).get("train", {})
+        except tomllib.TOMLDecodeError as e:
+            sys.exit(f"plot_curves: {path}: not TOML: {e}")
+    return train.get("short_seq_updates") if train.get("short_seq_len") else None
 
 
 def main(argv=None):
@@ -92,6 +108,15 @@ def main(argv=None):
                             (by_time, [r.get("elapsed_seconds", 0) / 60 for r in shuffled])):
                 axis.plot(x, [r["shuffled_perplexity"] for r in shuffled], "-.", color=colour, linewidth=1,
                           label=f"{label} (words shuffled)")
+        # The warm-up's end: at its update, and at the tokens and time of the first row logged there or after.
+        end = warm_up_end(run)
+        after = [r for r in rows if r.get("update", 0) >= end] if end else []
+        if after:
+            first = min(after, key=lambda r: r["update"])
+            for axis, x in ((by_update, end), (by_tokens, first["tokens"] / 1e6),
+                            (by_time, first.get("elapsed_seconds", 0) / 60)):
+                axis.axvline(x, linestyle=(0, (1, 3)), linewidth=1, color=colour,
+                             label=f"{label}: blocks of full length from update {end}" if axis is by_update else None)
         unigram = unigram_of(rows) or args.unigram
         if unigram:
             baselines.append((unigram, colour))

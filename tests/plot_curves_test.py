@@ -36,6 +36,27 @@ class PlotCurves(unittest.TestCase):
             self.assertIn("transformer (words shuffled)", svg)
             self.assertNotIn("linformer_k64 (words shuffled)", svg)
 
+    def test_marks_the_end_of_a_sequence_length_warm_up(self):
+        with tempfile.TemporaryDirectory() as d:
+            for name, recipe in (("warm", "[train]\nshort_seq_len = 128\nshort_seq_updates = 200\n"),
+                                 ("plain", "[train]\nshort_seq_len = 0\nshort_seq_updates = 0\n")):
+                run = os.path.join(d, name)
+                os.makedirs(run)
+                with open(os.path.join(run, "recipe.toml"), "w") as f:
+                    f.write(recipe)
+                with open(os.path.join(run, "metrics.jsonl"), "w") as f:
+                    for u in (100, 200, 300):
+                        f.write(json.dumps({"kind": "valid", "update": u, "tokens": u * 4096, "perplexity": 90 / u ** 0.3,
+                                            "elapsed_seconds": u * 0.5}) + "\n")
+            out = os.path.join(d, "curves")
+            r = subprocess.run([sys.executable, SCRIPT, os.path.join(d, "warm"), os.path.join(d, "plain"), "--out", out],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out + ".svg") as f:
+                svg = f.read()
+            self.assertIn("warm: blocks of full length from update 200", svg)
+            self.assertNotIn("plain: blocks of full length", svg)
+
     def test_labels_must_match_the_runs(self):
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "metrics.jsonl"), "w") as f:
