@@ -131,7 +131,7 @@ def select(experiments, wanted, manifest):
 
 def machine_description(binary):
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True).stdout
-    commit = re.search(r"\(git ([0-9a-f]+|unknown)", version)
+    commit = re.search(r"\(git ([0-9a-f]+(?:-dirty)?|unknown)", version)  # -dirty: built with uncommitted changes
     isa = re.search(r"CPU ISA used by oneDNN: (\S+)", version)
     model, flags = "unknown", set()
     try:
