@@ -141,9 +141,15 @@ def main(argv=None):
         axis.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         axis.yaxis.set_minor_formatter(matplotlib.ticker.ScalarFormatter())
         axis.grid(True, which="both", alpha=0.3)
-    by_update.legend(fontsize=8)
+    # The legend below the three panels, where it hides no curve; the figure grows to hold it.
+    handles, names = by_update.get_legend_handles_labels()
+    columns = min(3, len(names))
+    legend_rows = -(-len(names) // columns)
+    legend_inches = 0.25 + 0.2 * legend_rows
+    fig.set_size_inches(16, 4.8 + legend_inches)
+    fig.legend(handles, names, loc="lower center", ncol=columns, fontsize=8, frameon=False)
     fig.suptitle(args.title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, legend_inches / (4.8 + legend_inches), 1, 1))
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     for extension in ("png", "svg"):
         metadata = {"Date": None} if extension == "svg" else {"Software": None}
