@@ -157,6 +157,9 @@ TEST_F(TrainTest, ShortSequenceWarmUpTrainsOnShortBlocksThenOnFullOnes) {
   const std::string warm = (runs.path() / "warm").string(), short_run = (runs.path() / "short").string(),
                     full_run = (runs.path() / "full").string();
   train(warm, joined(kWarmUpModel, kWarmUp));
+  const std::string log = read_file(warm + "/train.log");
+  EXPECT_THAT(log, HasSubstr("sequence-length warm-up: updates 1 to 4 on blocks of 16 tokens"));
+  EXPECT_THAT(log, HasSubstr("sequence-length warm-up done at update 4: blocks of 32 tokens from here"));
   // Updates 1-4: the updates of a run on blocks of 16 with twice the micro-batches, row for row.
   train(short_run, joined(kWarmUpModel, {"data.seq_len=16", "train.accumulation=2"}));
   const auto warm_rows = metric_rows(warm);

@@ -178,6 +178,8 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
   }
   while (reason.empty()) {
     meter.add(step.run(state));
+    if (data->short_updates > 0 && state.update == data->short_updates)
+      spdlog::info("sequence-length warm-up done at update {}: blocks of {} tokens from here", state.update, n);
     if (schedule.log_now(state.update)) {
       const double seconds_per_update = meter.seconds_per_update();
       const double allreduce_share = meter.allreduce_share();
