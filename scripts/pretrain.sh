@@ -20,7 +20,8 @@ checkpoint=$(ls -d "$run_dir"/checkpoints/checkpoint_* | sort | tail -n 1)
 echo
 echo "fill-mask with $checkpoint:"
 build/linformer fill-mask --checkpoint "$checkpoint" --top-k 5 \
-  "He put the <mask> on the table and sat down." "The jury said the <mask> was well conducted."
+  "He put the <mask> on the table and sat down." "The jury said the <mask> was well conducted." \
+  "She opened the <mask> and looked out at the garden."
 echo
 # Near 1×, the model predicts from which words occur together, not from their order (README, Results).
 echo "the test split, and the same masked words with each sentence's words shuffled:"
