@@ -22,9 +22,16 @@ scripts/build.sh
 [ -f data/brown/.complete ] || scripts/get_brown.sh
 build/linformer prepare --recipe "$recipe"
 out=runs/bf16_check
+# A recipe's sequence-length warm-up is scaled to the short run: its first half on short blocks.
+short_seq_len=$(build/linformer train --recipe "$recipe" --dump-recipe | sed -n 's/^short_seq_len = //p')
+warm_up=()
+if [ "${short_seq_len:-0}" != 0 ]; then
+  if [ "$updates" -ge 2 ]; then warm_up=(--set train.short_seq_updates=$((updates / 2)))
+  else warm_up=(--set train.short_seq_len=0 --set train.short_seq_updates=0); fi
+fi
 for precision in fp32 bf16; do
   rm -rf "${out:?}/$precision"
-  build/linformer train --recipe "$recipe" --run-dir "$out/$precision" \
+  build/linformer train --recipe "$recipe" --run-dir "$out/$precision" "${warm_up[@]}" \
     --set train.precision="$precision" --set train.max_updates="$updates" --set train.max_tokens=0 \
     --set train.max_minutes=0 --set validation.every=0 --set validation.patience=0
 done
