@@ -210,6 +210,36 @@ TEST_F(TrainTest, ShortSequenceWarmUpResumesExactlyOnEitherSideOfTheSwitch) {
   }
 }
 
+// Checkpoints written before the warm-up existed do not record its keys: they read as "off",
+// so such a run resumes exactly without a warm-up and is refused with one.
+TEST_F(TrainTest, ACheckpointFromBeforeTheWarmUpResumesAsWarmUpOff) {
+  TempDir runs;
+  const std::string straight = (runs.path() / "straight").string(), old = (runs.path() / "old").string();
+  train(straight, kWarmUpModel);
+  fs::copy(straight, old, fs::copy_options::recursive);
+  for (const auto& c : list_checkpoints(old + "/checkpoints")) {
+    if (c.update > 4) {
+      fs::remove_all(c.path);
+      continue;
+    }
+    const std::string state_path = c.path + "/state.json";
+    nlohmann::json meta = nlohmann::json::parse(read_file(state_path));
+    auto& order = meta.at("state").at("data").at("order");
+    ASSERT_EQ(order.erase("train.short_seq_len") + order.erase("train.short_seq_updates"), 2u) << state_path;
+    write_file_atomic(state_path, meta.dump(2));
+  }
+  try {
+    train(old, joined(kWarmUpModel, kWarmUp), "auto");
+    FAIL() << "resumed a checkpoint without a warm-up into a warm-up";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("train.short_seq_len (0 in the checkpoint, 16 now)"));
+    EXPECT_THAT(e.what(), HasSubstr("train.short_seq_updates (0 in the checkpoint, 4 now)"));
+  }
+  train(old, kWarmUpModel, "auto");
+  EXPECT_EQ(metric_rows(straight), metric_rows(old));
+  EXPECT_TRUE(final_weights(straight) == final_weights(old)) << "final weights differ";
+}
+
 TEST_F(TrainTest, SigtermWritesACheckpointAndTheRunResumes) {
   TempDir runs;
   const std::string run = (runs.path() / "run").string();
