@@ -9,8 +9,9 @@ without results,
 fine-tunes into runs/finetune/<task>/<encoder>_s<seed> (resuming an interrupted run) and copies
 results.json, metrics.csv, recipe.toml and run.json (wall time, machine) into
 results/finetune/runs/<task>/<encoder>_s<seed>/. A pretrained encoder is the newest checkpoint of
-runs/experiments/<encoder>; when it is missing the pretraining recipe recipes/brown/<encoder>.toml
-is trained there first (deterministic: the same weights as the published run).
+runs/experiments/<encoder>; when it is missing the pretraining recipe of that name in
+recipes/brown/experiments.toml is trained there first (deterministic: the same weights as the
+published run).
 report: results/finetune/README.md, per table a table per task (test accuracy and macro F1, mean ± standard
 deviation over seeds, and seconds per epoch) and the average over tasks; reads only results/.
 """
@@ -27,9 +28,11 @@ import tomllib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from experiments import machine_description  # noqa: E402
+from experiments import ExperimentError, machine_description  # noqa: E402
+from experiments import read_manifest as read_pretraining_manifest  # noqa: E402
 
 MANIFEST = os.path.join(ROOT, "recipes", "finetune", "experiments.toml")
+PRETRAINING = os.path.join(ROOT, "recipes", "brown", "experiments.toml")
 RESULTS = os.path.join(ROOT, "results", "finetune")
 RANDOM = "none"
 
@@ -75,12 +78,26 @@ def has_checkpoint(run_dir):
     return os.path.isdir(d) and any(os.path.exists(os.path.join(d, c, "DONE")) for c in os.listdir(d))
 
 
-def pretrained(encoder, binary, log):
-    """The run directory of a pretraining run, trained first when it has no checkpoint."""
+def pretraining_recipes(encoders, manifest=PRETRAINING):
+    """{encoder: recipe path}: each pretrained encoder is the run of that name in the pretraining manifest."""
+    try:
+        experiments = read_pretraining_manifest(manifest)
+    except ExperimentError as e:
+        raise SystemExit(str(e))
+    recipes = {name: recipe for e in experiments.values() for name, recipe in zip(e["names"], e["recipes"])}
+    missing = sorted(set(encoders) - set(recipes) - {RANDOM})
+    if missing:
+        raise SystemExit(f"{MANIFEST}: encoder(s) {', '.join(missing)}: no pretraining run of that name in {manifest} "
+                         f"(an encoder is a run name there, the recipe's file name without .toml, or '{RANDOM}')")
+    return {e: recipes[e] for e in encoders if e != RANDOM}
+
+
+def pretrained(encoder, recipes, binary, log):
+    """The run directory of a pretraining run, trained first from its recipe when it has no checkpoint."""
     run_dir = os.path.join(ROOT, "runs", "experiments", encoder)
     if encoder == RANDOM or has_checkpoint(run_dir):
         return RANDOM if encoder == RANDOM else run_dir
-    recipe = os.path.join(ROOT, "recipes", "brown", encoder + ".toml")
+    recipe = recipes[encoder]
     log(f"{encoder}: no checkpoint in {run_dir}; pretraining it from {os.path.relpath(recipe, ROOT)}")
     subprocess.run([binary, "prepare", "--recipe", recipe], check=True, stdout=subprocess.DEVNULL)
     subprocess.run([binary, "train", "--recipe", recipe, "--run-dir", run_dir, "--resume", "auto"], check=True)
@@ -90,9 +107,10 @@ def pretrained(encoder, binary, log):
 def run(args, log):
     manifest = read_manifest()
     check_selection(args, manifest)
+    recipes = pretraining_recipes({e for m in manifest for e in m["encoders"]})
     machine = machine_description(args.binary)
     for m in manifest:
-        run_table(m, args, machine, log)
+        run_table(m, args, recipes, machine, log)
 
 
 def check_selection(args, manifest):
@@ -107,7 +125,7 @@ def check_selection(args, manifest):
                                  + ", ".join(str(n) for n in sorted(names)))
 
 
-def run_table(m, args, machine, log):
+def run_table(m, args, recipes, machine, log):
     for recipe in m["tasks"]:
         task = task_name(recipe)
         if args.task and task not in args.task:
@@ -123,7 +141,7 @@ def run_table(m, args, machine, log):
                 if os.path.exists(os.path.join(results, "run.json")):
                     log(f"{task}/{name}: up to date")
                     continue
-                checkpoint = pretrained(encoder, args.binary, log)
+                checkpoint = pretrained(encoder, recipes, args.binary, log)
                 run_dir = os.path.join(ROOT, "runs", "finetune", task, name)
                 log(f"{task}/{name}: fine-tuning into {run_dir}")
                 started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

@@ -107,5 +107,23 @@ class Selection(unittest.TestCase):
         fe.check_selection(fe.argparse.Namespace(task=["spam"], encoder=["none"], seed=[2]), manifest)
 
 
+class Encoders(unittest.TestCase):
+    def test_every_encoder_of_the_manifest_is_a_pretraining_run(self):
+        # Each resolves to its recipe, wherever it lives under recipes/brown/ (the warm-up runs are in warmup/).
+        encoders = {e for m in fe.read_manifest() for e in m["encoders"]}
+        recipes = fe.pretraining_recipes(encoders)
+        self.assertEqual(set(recipes), encoders - {fe.RANDOM})
+        for encoder, recipe in recipes.items():
+            self.assertTrue(os.path.isfile(recipe), recipe)
+            self.assertEqual(os.path.basename(recipe), encoder + ".toml")
+        self.assertTrue(recipes["linformer_n512_k64_long_sinusoidal_warmup128"].endswith(
+            os.path.join("recipes", "brown", "warmup", "linformer_n512_k64_long_sinusoidal_warmup128.toml")))
+
+    def test_an_encoder_with_no_pretraining_run_is_refused_naming_it(self):
+        with self.assertRaises(SystemExit) as refused:
+            fe.pretraining_recipes({"transformer_n512", "linformer_n512_k65", fe.RANDOM})
+        self.assertIn("encoder(s) linformer_n512_k65: no pretraining run of that name", str(refused.exception))
+
+
 if __name__ == "__main__":
     unittest.main()
