@@ -5,11 +5,15 @@
 # Needs a CPU with avx512_bf16; elsewhere the bf16 run would quietly be an fp32 run, so the
 # script says so and exits 2 without training (ALLOW_FALLBACK=1 runs it anyway, to test the
 # plumbing; it still exits 2).
-# Usage: scripts/bf16_check.sh [recipe] [updates]   (defaults: recipes/brown/default.toml, 300)
+# Usage: scripts/bf16_check.sh [recipe] [updates]
+#   defaults: recipes/brown/default.toml, all of the recipe's train.max_updates (the main job:
+#   about 7 minutes a precision on 2 cores with AMX, more elsewhere). With fewer updates, the
+#   recipe's learning-rate warmup and sequence-length warm-up are scaled by the same fraction,
+#   so the short run still leaves the warmup and trains at the recipe's learning rate: a check
+#   inside the warmup, at a small learning rate, compares models that have barely moved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 recipe=${1:-recipes/brown/default.toml}
-updates=${2:-300}
 has_bf16=1
 grep -qw avx512_bf16 /proc/cpuinfo || has_bf16=0
 if [ "$has_bf16" = 0 ]; then
@@ -22,16 +26,30 @@ scripts/build.sh
 [ -f data/brown/.complete ] || scripts/get_brown.sh
 build/linformer prepare --recipe "$recipe"
 out=runs/bf16_check
-# A recipe's sequence-length warm-up is scaled to the short run: its first half on short blocks.
-short_seq_len=$(build/linformer train --recipe "$recipe" --dump-recipe | sed -n 's/^short_seq_len = //p')
-warm_up=()
-if [ "${short_seq_len:-0}" != 0 ]; then
-  if [ "$updates" -ge 2 ]; then warm_up=(--set train.short_seq_updates=$((updates / 2)))
-  else warm_up=(--set train.short_seq_len=0 --set train.short_seq_updates=0); fi
+recipe_value() {  # a key of the resolved recipe (each of these keys occurs in one section only)
+  build/linformer train --recipe "$recipe" --dump-recipe | sed -n "s/^$1 = \([0-9]*\).*/\1/p"
+}
+max_updates=$(recipe_value max_updates)
+updates=${2:-$max_updates}
+if ! [[ "$updates" =~ ^[1-9][0-9]*$ ]]; then
+  echo "bf16_check: updates must be a positive integer, not '$updates' (the recipe $recipe has" \
+    "train.max_updates = ${max_updates:-none}; give the number of updates as the second argument)" >&2
+  exit 1
 fi
+scaled() { [ "${max_updates:-0}" -gt 0 ] && echo $(($1 * updates / max_updates)) || echo "$1"; }
+warmup_updates=$(scaled "$(recipe_value warmup_updates)")
+short_seq_updates=$(scaled "$(recipe_value short_seq_updates)")
+short=(--set optim.warmup_updates="$warmup_updates")
+if [ "$short_seq_updates" -ge 1 ] && [ "$short_seq_updates" -lt "$updates" ]; then
+  short+=(--set train.short_seq_updates="$short_seq_updates")
+else
+  short+=(--set train.short_seq_len=0 --set train.short_seq_updates=0)
+fi
+echo "bf16_check: $recipe, $updates updates (learning-rate warmup $warmup_updates, sequence-length" \
+  "warm-up ${short_seq_updates}), in fp32 and in bf16" >&2
 for precision in fp32 bf16; do
   rm -rf "${out:?}/$precision"
-  build/linformer train --recipe "$recipe" --run-dir "$out/$precision" "${warm_up[@]}" \
+  build/linformer train --recipe "$recipe" --run-dir "$out/$precision" "${short[@]}" \
     --set train.precision="$precision" --set train.max_updates="$updates" --set train.max_tokens=0 \
     --set train.max_minutes=0 --set validation.every=0 --set validation.patience=0
 done
