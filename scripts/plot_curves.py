@@ -64,6 +64,14 @@ def warm_up_end(run_dir):
     return train.get("short_seq_updates") if train.get("short_seq_len") else None
 
 
+def run_styles(count):
+    """(colour, validation marker) per run, no two alike: matplotlib's ten colours, or twenty (pairs of a
+    dark and a light shade) for more runs; past twenty the colours repeat with another marker."""
+    colours = plt.get_cmap("tab10" if count <= 10 else "tab20").colors
+    markers = "osD^v"
+    return [(colours[i % len(colours)], markers[(i // len(colours)) % len(markers)]) for i in range(count)]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="run directories")
@@ -81,9 +89,8 @@ def main(argv=None):
     by_update, by_tokens, by_time = axes
     drawn = 0
     baselines = []  # (perplexity, colour)
-    for run, label in zip(args.runs, labels):
+    for run, label, (colour, valid_marker) in zip(args.runs, labels, run_styles(len(args.runs))):
         rows = read_rows(run)
-        colour = None
         for kind, style in (("valid", "-"), ("train", "--")):
             if kind == "train" and not args.train:
                 continue
@@ -92,12 +99,11 @@ def main(argv=None):
                 continue
             ppl = [r["perplexity"] for r in points]
             name = label if kind == "valid" else f"{label} (train)"
-            marker = "o" if kind == "valid" else None
+            marker = valid_marker if kind == "valid" else None
             for axis, x in ((by_update, [r["update"] for r in points]),
                             (by_tokens, [r["tokens"] / 1e6 for r in points]),
                             (by_time, [r.get("elapsed_seconds", 0) / 60 for r in points])):
-                line, = axis.plot(x, ppl, style, color=colour, marker=marker, markersize=3, label=name)
-                colour = line.get_color()
+                axis.plot(x, ppl, style, color=colour, marker=marker, markersize=3, label=name)
             drawn += 1
         # validation.shuffle_words: the same validation with each sentence's words shuffled, thin and
         # dash-dotted in the run's colour; where it parts from the solid line the model uses word order.

@@ -1,6 +1,7 @@
 """scripts/plot_curves.py draws PNG and SVG from metrics.jsonl and fails clearly without data."""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -56,6 +57,32 @@ class PlotCurves(unittest.TestCase):
                 svg = f.read()
             self.assertIn("warm: blocks of full length from update 200", svg)
             self.assertNotIn("plain: blocks of full length", svg)
+
+    def test_every_run_of_a_large_sweep_has_its_own_colour(self):
+        # Fourteen runs (the main-job sweep has more than ten): fourteen line colours, plus the black baseline.
+        with tempfile.TemporaryDirectory() as d:
+            runs = []
+            for i in range(14):
+                run = os.path.join(d, f"s{i:02d}")
+                os.makedirs(run)
+                with open(os.path.join(run, "metrics.jsonl"), "w") as f:
+                    for u in (100, 200):
+                        f.write(json.dumps({"kind": "valid", "update": u, "tokens": u * 4096, "perplexity": 90 + i - u / 100,
+                                            "unigram_perplexity": 120.0, "elapsed_seconds": u * 0.5}) + "\n")
+                runs.append(run)
+            out = os.path.join(d, "curves")
+            r = subprocess.run([sys.executable, SCRIPT, *runs, "--out", out], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out + ".svg") as f:
+                strokes = set(re.findall(r"stroke: (#[0-9a-f]{6})", f.read()))
+            self.assertGreaterEqual(len(strokes - {"#000000", "#ffffff", "#cccccc", "#b0b0b0"}), 14, sorted(strokes))
+
+    def test_past_twenty_runs_the_colours_repeat_with_another_marker(self):
+        sys.path.insert(0, os.path.dirname(SCRIPT))
+        import plot_curves
+        styles = plot_curves.run_styles(25)
+        self.assertEqual(len(set(styles)), 25)
+        self.assertEqual(len({colour for colour, _ in styles}), 20)
 
     def test_labels_must_match_the_runs(self):
         with tempfile.TemporaryDirectory() as d:
