@@ -225,6 +225,39 @@ class RunExperiments(unittest.TestCase):
         self.assertIn("[broken] recipe 'missing.toml' not found", r.stderr)
 
 
+class SeedSpread(unittest.TestCase):
+    """An experiment with seed_spread = true: one recipe at several seeds; the verdict README says
+    how far apart their final perplexities are (no binary needed)."""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import experiments
+        self.experiments = experiments
+
+    def test_the_spread_is_largest_over_smallest_and_says_how_many_runs(self):
+        e = {"title": "Seeds", "names": ["k64", "k64_seed2", "k64_seed3"]}
+        line = self.experiments.seed_spread_line(
+            "seeds", e, [{"name": "k64", "valid_ppl": 400.0}, {"name": "k64_seed2", "valid_ppl": 420.0}])
+        self.assertIn("([seeds](seeds/)), Seeds: k64 400.0, k64_seed2 420.0: spread 5.0%", line)
+        self.assertIn("2 of 3 runs", line)
+        line = self.experiments.seed_spread_line("seeds", e, [{"name": "k64", "valid_ppl": 400.0}])
+        self.assertIn("1 of 3 runs done; it needs two", line)
+
+    def test_the_manifest_key_must_be_a_boolean(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "a.toml"), "w") as f:
+                f.write("seed = 2\n")
+            manifest = os.path.join(d, "m.toml")
+            with open(manifest, "w") as f:
+                f.write('[s]\nrecipes = ["a.toml"]\nseed_spread = "yes"\n')
+            with self.assertRaises(self.experiments.ExperimentError) as refused:
+                self.experiments.read_manifest(manifest)
+            self.assertIn("[s] seed_spread must be true or false", str(refused.exception))
+            with open(manifest, "w") as f:
+                f.write('[s]\nrecipes = ["a.toml"]\nseed_spread = true\n')
+            self.assertTrue(self.experiments.read_manifest(manifest)["s"]["seed_spread"])
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit("usage: run_experiments_test.py LINFORMER_BINARY")
