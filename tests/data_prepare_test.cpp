@@ -138,6 +138,27 @@ TEST(Prepare, ReusesUpToDateOutputUnlessForcedOrChanged) {
   EXPECT_THAT(s.leftovers(), ::testing::ElementsAre("prepared"));
 }
 
+// The prepared data (tokenizer sample, split) follows data.seed, or `seed` when it is -1: runs
+// that vary only `seed` with a fixed data.seed share the prepared data instead of replacing it.
+TEST(Prepare, DataSeedDecidesThePreparedDataWhenSet) {
+  PrepareEnv s;
+  ASSERT_EQ(s.prepare().exit_code, 0);  // seed = 1, data.seed = -1
+  const auto valid_split = [&] { return open_prepared(s.out).valid.checksum(); };
+  const auto seed1_valid = valid_split();
+  auto r = s.prepare("--set seed=2 --set data.seed=1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("up to date"));
+  r = s.prepare("--set seed=2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr("up to date")));
+  EXPECT_NE(valid_split(), seed1_valid) << "seed 2 split the documents as seed 1 did";
+  r = s.prepare("--set data.seed=2");
+  EXPECT_THAT(r.output, HasSubstr("up to date"));
+  r = s.prepare("--set data.seed=-2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("data.seed"));
+}
+
 TEST(Prepare, DamagedOutputIsPreparedAgain) {
   PrepareEnv s;
   ASSERT_EQ(s.prepare().exit_code, 0);

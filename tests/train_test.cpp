@@ -433,6 +433,48 @@ TEST_F(TrainTest, ValidationWithShuffledWordsLogsWhatEvalMeasures) {
   EXPECT_EQ(read_file(plain + "/metrics.jsonl").find("shuffled_perplexity"), std::string::npos);
 }
 
+// data.seed keys validation's masks and word shuffles (and the prepared data), `seed` training's
+// randomness: runs that vary only `seed` are validated on the same masked tokens, runs that vary
+// only data.seed train the same weights, and eval of a checkpoint reproduces its run's validation.
+TEST_F(TrainTest, DataSeedKeepsValidationFixedWhileSeedVaries) {
+  TempDir runs;
+  const auto run_with = [&](const std::string& name, std::vector<std::string> overrides) {
+    for (const char* o : {"train.max_updates=4", "validation.max_batches=0", "validation.shuffle_words=true"})
+      overrides.push_back(o);
+    const std::string dir = (runs.path() / name).string();
+    return std::make_pair(dir, train(dir, overrides));
+  };
+  const auto [seed1, s1] = run_with("seed1", {});
+  const auto [seed2, s2] = run_with("seed2_data1", {"seed=2", "data.seed=1"});
+  const auto [seed2_data2, s3] = run_with("seed2_data2", {"seed=2"});
+  // The same masked targets (the unigram baseline on them is equal) for another model.
+  EXPECT_EQ(s1.valid_unigram_perplexity, s2.valid_unigram_perplexity);
+  EXPECT_NE(s1.valid_loss, s2.valid_loss);
+  EXPECT_FALSE(final_weights(seed1) == final_weights(seed2)) << "seed 2 trained seed 1's weights";
+  // The same training, validated on other masks.
+  EXPECT_TRUE(final_weights(seed2) == final_weights(seed2_data2)) << "data.seed changed the training";
+  EXPECT_NE(s2.valid_unigram_perplexity, s3.valid_unigram_perplexity);
+  // eval reads data.seed from the checkpoint's recipe: the run's last validation, ordered and shuffled.
+  EvalOptions o;
+  o.checkpoint = list_checkpoints(seed2 + "/checkpoints").back().path;
+  o.shuffle_words = true;
+  const EvalReport report = run_eval(o);
+  EXPECT_EQ(report.result.loss(), s2.valid_loss);
+  std::istringstream jsonl(read_file(seed2 + "/metrics.jsonl"));
+  nlohmann::json last_valid;
+  for (std::string line; std::getline(jsonl, line);)
+    if (nlohmann::json row = nlohmann::json::parse(line); row["kind"] == "valid") last_valid = row;
+  ASSERT_TRUE(report.shuffled.has_value());
+  EXPECT_DOUBLE_EQ(last_valid["shuffled_perplexity"].get<double>(), report.shuffled->perplexity());
+  // Another seed cannot continue a run: it would read another data order.
+  try {
+    train(seed1, {"seed=2", "data.seed=1", "train.max_updates=8"}, "auto");
+    FAIL() << "resumed seed 1's run with seed 2";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("seed (1 in the checkpoint, 2 now)"));
+  }
+}
+
 TEST_F(TrainTest, EvalWithShuffledWordsScoresTheSameTargetsInAnotherOrder) {
   TempDir runs;
   const std::string run = (runs.path() / "run").string();

@@ -17,7 +17,7 @@ void add_eval_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "eval",
       "Masked-LM perplexity and accuracy of a checkpoint on a prepared split or on raw text files (masks drawn "
-      "with the recipe's seed and masking settings, the same every time).");
+      "with the recipe's data.seed and masking settings, the same every time).");
   cmd->add_option("-c,--checkpoint", args->checkpoint, "Checkpoint directory (e.g. runs/default/checkpoints/checkpoint_00000450), or a run directory for "
                   "its newest checkpoint")
       ->required()

@@ -56,7 +56,8 @@ json settings_of(const config::Recipe& r) {
           {"tokenizer_max_sentences", d.tokenizer_max_sentences},
           {"valid_fraction", d.valid_fraction},
           {"test_fraction", d.test_fraction},
-          {"seed", r.seed}};
+          // The effective seed under its old name: data prepared before data.seed existed stays current.
+          {"seed", static_cast<int64_t>(config::data_seed(r))}};
 }
 
 std::string key_of(const config::Recipe& r, const std::vector<CorpusFile>& files) {
@@ -159,7 +160,7 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
   PrepareSummary summary;
   summary.key = key;
   summary.dir = out;
-  const uint64_t seed = static_cast<uint64_t>(recipe.seed);
+  const uint64_t seed = config::data_seed(recipe);
 
   // Pass 1: count the documents (the splits need the total) and sample sentences for the tokenizer.
   const bool train_tokenizer_here = d.tokenizer_model.empty();

@@ -61,14 +61,13 @@ Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked
 void evaluate_tokens(Loaded& l, const data::TokenStream& tokens, const EvalOptions& options, int batch_size,
                      const data::UnigramModel* unigram, EvalReport& report) {
   const data::TokenBlocks blocks(tokens, l.model->spec().seq_len, l.recipe.data.break_mode);
+  const uint64_t seed = config::data_seed(l.recipe);  // validation's masks: runs of other seeds compare
   const data::Masker masker(data::validation_masking(l.recipe), l.model->spec().vocab_size, l.tokenizer.word_starts(),
-                            static_cast<uint64_t>(l.recipe.seed));
-  data::Batcher batcher(blocks, masker, data::evaluation_options(batch_size, static_cast<uint64_t>(l.recipe.seed)));
+                            seed);
+  data::Batcher batcher(blocks, masker, data::evaluation_options(batch_size, seed));
   report.result = evaluate(*l.model, batcher, options.max_batches, unigram);
   if (!options.shuffle_words) return;
-  const auto shuffle = [&](data::Batch& batch) {
-    data::shuffle_words(batch, l.tokenizer.word_starts(), static_cast<uint64_t>(l.recipe.seed));
-  };
+  const auto shuffle = [&](data::Batch& batch) { data::shuffle_words(batch, l.tokenizer.word_starts(), seed); };
   report.shuffled = evaluate(*l.model, batcher, options.max_batches, unigram, {}, shuffle);
 }
 

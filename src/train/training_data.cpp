@@ -33,8 +33,9 @@ std::unique_ptr<TrainingData> open_training_data(const config::Recipe& recipe, c
             d.prepared_dir, t->train_blocks->size(), d.seq_len, recipe.train.batch_size,
             ranks > 1 ? fmt::format(" on each of {} processes", ranks) : "");
   t->train_masker = std::make_unique<data::Masker>(recipe.masking, vocab, t->prepared.tokenizer.word_starts(), seed);
-  t->valid_masker =
-      std::make_unique<data::Masker>(data::validation_masking(recipe), vocab, t->prepared.tokenizer.word_starts(), seed);
+  // Validation's fixed masks follow data.seed: runs that vary only `seed` are validated on the same masks.
+  t->valid_masker = std::make_unique<data::Masker>(data::validation_masking(recipe), vocab,
+                                                   t->prepared.tokenizer.word_starts(), config::data_seed(recipe));
   data::BatcherOptions train_options;
   train_options.batch_size = recipe.train.batch_size;
   train_options.seed = seed;
@@ -42,7 +43,7 @@ std::unique_ptr<TrainingData> open_training_data(const config::Recipe& recipe, c
   train_options.world_size = ranks;
   t->train = std::make_unique<data::Batcher>(*t->train_blocks, *t->train_masker, train_options);
   t->valid = std::make_unique<data::Batcher>(*t->valid_blocks, *t->valid_masker,
-                                             data::evaluation_options(recipe.train.batch_size, seed));
+                                             data::evaluation_options(recipe.train.batch_size, config::data_seed(recipe)));
   t->micro_batches = recipe.train.accumulation;
   if (recipe.train.short_seq_len > 0) {
     const int s = recipe.train.short_seq_len;

@@ -47,7 +47,7 @@ bool Validator::run(TrainingState& state, double elapsed_seconds) {
   std::string word_order;
   if (recipe_.validation.shuffle_words) {
     const auto& word_starts = data_.prepared.tokenizer.word_starts();
-    const auto seed = static_cast<uint64_t>(recipe_.seed);
+    const uint64_t seed = config::data_seed(recipe_);
     row.shuffled_perplexity =
         evaluate([&](data::Batch& batch) { data::shuffle_words(batch, word_starts, seed); }).perplexity();
     word_order = fmt::format(" | words shuffled {:.3f} ×", row.shuffled_perplexity / row.perplexity);

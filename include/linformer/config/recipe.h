@@ -118,6 +118,7 @@ struct DataConfig {
   BreakMode break_mode;
   double valid_fraction;
   double test_fraction;
+  int64_t seed;
 
   template <class V>
   void visit(V& v) {
@@ -148,6 +149,11 @@ struct DataConfig {
     v("valid_fraction", valid_fraction, 0.05, "Fraction of documents held out for validation.",
       in_range(0.0, 0.5));
     v("test_fraction", test_fraction, 0.05, "Fraction of documents held out for testing.", in_range(0.0, 0.5));
+    v("seed", seed, int64_t{-1},
+      "Seed of the prepared data (the tokenizer's sentence sample, the split) and of the fixed masks and word "
+      "shuffles of validation and `eval`; -1: the recipe's seed. Fix it to vary `seed` over the same data and "
+      "validation.",
+      at_least(int64_t{-1}));
   }
 };
 
@@ -411,7 +417,9 @@ struct Recipe {
   void visit(V& v) {
     v("name", name, "", "Run name; the default run directory is runs/<name>. Default: the recipe's file name.",
       plain_name());
-    v("seed", seed, int64_t{1}, "Seed of every random stream (init, dropout, masking, shuffling).");
+    v("seed", seed, int64_t{1},
+      "Seed of training's random streams (initial weights, dropout, masking, data order) and, unless data.seed "
+      "says otherwise, of the prepared data and validation's masks.");
     v("threads", threads, 0, "OpenMP threads (0: all cores).", at_least(0));
     v.section("data", "Corpus, tokenizer, blocks and splits.", data);
     v.section("model", "Encoder shape and attention.", model);
@@ -424,5 +432,8 @@ struct Recipe {
     v.section("finetune", "Sequence-classification fine-tuning (linformer finetune).", finetune);
   }
 };
+
+// The seed of the prepared data and of evaluation's fixed masks (data.seed, or the recipe's seed).
+inline uint64_t data_seed(const Recipe& r) { return static_cast<uint64_t>(r.data.seed >= 0 ? r.data.seed : r.seed); }
 
 }  // namespace linformer::config
