@@ -127,6 +127,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ParityCase{"linformer_kv", {{"sharing", "kv"}}},
                       ParityCase{"linformer_layerwise", {{"sharing", "layerwise"}}},
                       ParityCase{"linformer_nonuniform_k", {{"k_per_layer", {8, 4}}}},
+                      // k > T = 12 (n = 16), as in a sequence-length warm-up on blocks shorter than k.
+                      ParityCase{"linformer_k_above_T", {{"k_per_layer", {14, 13}}}},
                       ParityCase{"linformer_pre", {{"norm", "pre"}}},
                       ParityCase{"linformer_frozen", {{"freeze_projection", true}}},
                       ParityCase{"linformer_sinusoidal", {{"positions", "sinusoidal"}}},
