@@ -239,28 +239,39 @@ def run_one(name, recipe, args, machine, log):
     log(f"{name}: done, results in {results}")
 
 
-def supports_word_order(binary):
+def eval_flags(binary):
+    """The eval flags of `binary` this module uses (older binaries lack some)."""
     r = subprocess.run([binary, "eval", "--help"], capture_output=True, text=True)
-    return "--shuffle-words" in r.stdout
+    return {flag for flag in ("--shuffle-words", "--by-context") if flag in r.stdout}
+
+
+def supports_word_order(binary):
+    return "--shuffle-words" in eval_flags(binary)
 
 
 def measure_word_order(name, checkpoint, args, log):
     """RESULTS/runs/<name>/word_order.json: the checkpoint's test perplexity with the words of each
     sentence shuffled (`eval --shuffle-words`, the same masked targets) against the ordered text's.
-    A ratio near 1 says the model has learned which words occur together but not their order."""
-    if not supports_word_order(args.binary):
+    A ratio near 1 says the model has learned which words occur together but not their order.
+    With `eval --by-context`, also the scores of the targets whose word is elsewhere in their block
+    (copyable) and of the others."""
+    flags = eval_flags(args.binary)
+    if "--shuffle-words" not in flags:
         log(f"{name}: word order not measured ({args.binary} predates eval --shuffle-words; "
             "run `experiments.py word-order` with a newer binary)")
         return
     out = os.path.join(checkpoint, "..", "..", "word_order_eval.json")
     subprocess.run([args.binary, "eval", "--checkpoint", checkpoint, "--split", "test", "--shuffle-words",
-                    "--json", out], check=True, stdout=subprocess.DEVNULL)
+                    *(["--by-context"] if "--by-context" in flags else []), "--json", out],
+                   check=True, stdout=subprocess.DEVNULL)
     with open(out) as f:
         e = json.load(f)
     record = {"checkpoint": os.path.basename(os.path.normpath(checkpoint)), "perplexity": e["perplexity"],
               "shuffled_perplexity": e["shuffled_words"]["perplexity"], "ratio": e["word_order_ratio"],
               "accuracy": e["accuracy"], "shuffled_accuracy": e["shuffled_words"]["accuracy"],
               "masked": e["masked"], "eval_machine": machine_description(args.binary)}
+    if "by_context" in e:
+        record["by_context"] = e["by_context"]
     with open(os.path.join(args.results, "runs", name, "word_order.json"), "w") as f:
         json.dump(record, f, indent=2)
         f.write("\n")
@@ -269,10 +280,14 @@ def measure_word_order(name, checkpoint, args, log):
 
 def word_order_of_done_runs(experiments, args, log):
     """`word-order`: measures every finished run whose best checkpoint is still in RUNS (and has no
-    measurement yet, unless --force)."""
+    measurement yet, or one without the by-context scores this binary can add, unless --force)."""
+    by_context = "--by-context" in eval_flags(args.binary)
     for name, folder in manifest_runs(experiments, args):
-        if os.path.exists(os.path.join(folder, "word_order.json")) and not args.force:
-            continue
+        path = os.path.join(folder, "word_order.json")
+        if os.path.exists(path) and not args.force:
+            with open(path) as f:
+                if "by_context" in json.load(f) or not by_context:
+                    continue
         with open(os.path.join(folder, "run.json")) as f:
             best = json.load(f)["best_update"]
         checkpoint = os.path.join(args.runs_dir, name, "checkpoints", f"checkpoint_{best:08d}")
@@ -579,7 +594,35 @@ def word_order_table(runs):
             "`learning.word_order`: 800× on a corpus of word pairs). Runs whose checkpoints were gone before this "
             "measurement existed are missing.\n\n"
             "| run | checkpoint | test ppl | words shuffled | ratio | masked acc. | shuffled acc. |\n"
-            "|---|---|---|---|---|---|---|\n" + rows)
+            "|---|---|---|---|---|---|---|\n" + rows + context_table(runs))
+
+
+def context_table(runs):
+    """Copying from context: the same test evaluation's targets whose word occurs elsewhere in their
+    block, and the others (RESULTS/runs/<run>/word_order.json, by_context)."""
+    rows = ""
+    for name, folder in runs:
+        path = os.path.join(folder, "word_order.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            w = json.load(f)
+        if "by_context" not in w:
+            continue
+        c, o = w["by_context"]["in_context"], w["by_context"]["not_in_context"]
+        share = c["masked"] / (c["masked"] + o["masked"])
+        rows += (f"| {name} | {share:.1%} | {fmt(c['perplexity'])} | {fmt(c.get('unigram_perplexity'))} | "
+                 f"{fmt(c['perplexity'] / c['unigram_perplexity'], 3) if 'unigram_perplexity' in c else '–'} | "
+                 f"{fmt(o['perplexity'])} | {fmt(o.get('unigram_perplexity'))} | "
+                 f"{fmt(o['perplexity'] / o['unigram_perplexity'], 3) if 'unigram_perplexity' in o else '–'} |\n")
+    if not rows:
+        return ""
+    return ("\n## Copying from context\n\nThe same test evaluation (`linformer eval --by-context`), its masked targets "
+            "in two groups: those whose word occurs elsewhere in their block of n tokens, which a model can copy if it "
+            "can find them, and the others; perplexity and the unigram baseline's on each group. Full attention can "
+            "look up any position; a Linformer sees keys and values only as k mixtures of positions.\n\n"
+            "| run | targets in context | ppl in context | unigram | × unigram | ppl not in context | unigram | "
+            "× unigram |\n|---|---|---|---|---|---|---|---|\n" + rows)
 
 
 def verdict(claim, summaries):

@@ -87,6 +87,15 @@ class RunExperiments(unittest.TestCase):
             self.assertAlmostEqual(order["ratio"], order["shuffled_perplexity"] / order["perplexity"], places=9)
             self.assertNotEqual(order["shuffled_perplexity"], order["perplexity"])
             self.assertAlmostEqual(rows[name]["word_order_ratio"], order["ratio"], places=9)
+            # The same targets in two groups: copyable from their block or not.
+            groups = order["by_context"]
+            self.assertEqual(groups["in_context"]["masked"] + groups["not_in_context"]["masked"], order["masked"])
+            self.assertGreater(groups["in_context"]["masked"], 0)
+            total = sum(g["masked"] * g["loss"] for g in groups.values())
+            self.assertAlmostEqual(total / order["masked"], math.log(order["perplexity"]), places=5)
+            share = groups["in_context"]["masked"] / order["masked"]
+            with open(os.path.join(self.results, "README.md")) as f:
+                self.assertIn(f"| {name} | {share:.1%} | {groups['in_context']['perplexity']:,.1f} |", f.read())
             # "order from": the first validation on shuffled words 1.10 × worse or more (tiny_k8 validates
             # on shuffled words too; tiny does not).
             shuffled = [(int(v["update"]), float(v["shuffled_perplexity"]) / float(v["perplexity"]))

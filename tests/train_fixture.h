@@ -59,6 +59,12 @@ class TrainFixture : public ::testing::Test {
     return rows;
   }
 
+  // The final checkpoint of a run of 8 updates validated on the whole valid split.
+  static std::string trained_checkpoint(const std::string& run_dir) {
+    train(run_dir, {"train.max_updates=8", "validation.max_batches=0"});
+    return list_checkpoints(run_dir + "/checkpoints").back().path;
+  }
+
   static std::string final_weights(const std::string& run_dir) {
     const auto all = list_checkpoints(run_dir + "/checkpoints");
     return read_file(all.back().path + "/model.safetensors");

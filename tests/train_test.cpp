@@ -477,9 +477,7 @@ TEST_F(TrainTest, DataSeedKeepsValidationFixedWhileSeedVaries) {
 
 TEST_F(TrainTest, EvalWithShuffledWordsScoresTheSameTargetsInAnotherOrder) {
   TempDir runs;
-  const std::string run = (runs.path() / "run").string();
-  train(run, {"train.max_updates=8", "validation.max_batches=0"});
-  const std::string checkpoint = list_checkpoints(run + "/checkpoints").back().path;
+  const std::string checkpoint = trained_checkpoint((runs.path() / "run").string());
   EvalOptions o;
   o.checkpoint = checkpoint;
   const EvalReport plain = run_eval(o);
@@ -500,6 +498,36 @@ TEST_F(TrainTest, EvalWithShuffledWordsScoresTheSameTargetsInAnotherOrder) {
   const auto j = nlohmann::json::parse(read_file(json));
   EXPECT_DOUBLE_EQ(j["shuffled_words"]["loss"].get<double>(), both.shuffled->loss());
   EXPECT_DOUBLE_EQ(j["word_order_ratio"].get<double>(), both.shuffled->perplexity() / both.result.perplexity());
+}
+
+// eval --by-context: the targets split in two groups whose sums are the model's own loss, accuracy
+// and unigram baseline (scored from the logits, apart from the model's cross-entropy kernel).
+TEST_F(TrainTest, EvalByContextSplitsTheModelsOwnScores) {
+  TempDir runs;
+  const std::string checkpoint = trained_checkpoint((runs.path() / "run").string());
+  EvalOptions o;
+  o.checkpoint = checkpoint;
+  o.by_context = true;
+  const EvalReport report = run_eval(o);
+  ASSERT_TRUE(report.by_context.has_value());
+  const ContextGroup &in = report.by_context->in_context, &out = report.by_context->not_in_context;
+  const EvalResult& all = report.result;
+  EXPECT_GT(in.masked, 0);
+  EXPECT_GT(out.masked, 0);
+  EXPECT_EQ(in.masked + out.masked, all.masked);
+  EXPECT_NEAR(in.loss_sum + out.loss_sum, all.loss_sum, 1e-5 * all.loss_sum);
+  EXPECT_EQ(in.correct + out.correct, all.correct);
+  EXPECT_NEAR(in.unigram_loss_sum + out.unigram_loss_sum, all.unigram_loss_sum, 1e-9 * all.unigram_loss_sum);
+  o.by_context = false;
+  EXPECT_FALSE(run_eval(o).by_context.has_value());
+
+  const std::string json = (runs.path() / "eval.json").string();
+  const auto r = testing::run_linformer("eval --checkpoint " + checkpoint + " --by-context --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("  in context: " + std::to_string(in.masked) + " masked tokens"));
+  const auto j = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(j["by_context"]["not_in_context"]["masked"].get<int64_t>(), out.masked);
+  EXPECT_DOUBLE_EQ(j["by_context"]["in_context"]["perplexity"].get<double>(), in.perplexity());
 }
 
 }  // namespace

@@ -35,6 +35,9 @@ void add_eval_command(CLI::App& app) {
   cmd->add_flag("--shuffle-words", args->shuffle_words,
                "Also evaluate with the words of each sequence in random order (the same masked targets, carried "
                "with their words): how much the model uses word order");
+  cmd->add_flag("--by-context", args->by_context,
+               "Also score apart the masked targets whose word occurs elsewhere in their sequence (copyable from "
+               "context) and the others: how much of the model's perplexity comes from copying");
   auto json_path = std::make_shared<std::string>();
   cmd->add_option("--json", *json_path, "Also write the result as JSON to this file");
   auto precision = std::make_shared<std::string>("fp32");
@@ -54,6 +57,18 @@ void add_eval_command(CLI::App& app) {
                                "ordered text's perplexity\n",
                                report.shuffled->perplexity(), report.shuffled->accuracy(),
                                report.shuffled->perplexity() / r.perplexity());
+    if (report.by_context) {
+      const auto line = [&](const char* what, const ContextGroup& g) {
+        std::cout << fmt::format("  {}: {} masked tokens ({:.1f}%), perplexity {:.2f}, accuracy {:.4f}{}\n", what,
+                                 g.masked, 100.0 * static_cast<double>(g.masked) / static_cast<double>(r.masked),
+                                 g.perplexity(), g.accuracy(),
+                                 report.has_unigram ? fmt::format(", unigram baseline {:.2f}", g.unigram_perplexity())
+                                                    : std::string());
+      };
+      std::cout << "by context (is the target's word elsewhere in its sequence?):\n";
+      line("in context", report.by_context->in_context);
+      line("not in context", report.by_context->not_in_context);
+    }
     if (!json_path->empty()) {
       nlohmann::json j = {{"source", report.source}, {"checkpoint", report.checkpoint}, {"loss", r.loss()},
                           {"perplexity", r.perplexity()}, {"accuracy", r.accuracy()}, {"masked", r.masked},
@@ -67,6 +82,16 @@ void add_eval_command(CLI::App& app) {
         j["shuffled_words"] = {{"loss", report.shuffled->loss()}, {"perplexity", report.shuffled->perplexity()},
                                {"accuracy", report.shuffled->accuracy()}};
         j["word_order_ratio"] = report.shuffled->perplexity() / r.perplexity();
+      }
+      if (report.by_context) {
+        const auto group = [&](const ContextGroup& g) {
+          nlohmann::json out = {{"masked", g.masked}, {"loss", g.loss()}, {"perplexity", g.perplexity()},
+                                {"accuracy", g.accuracy()}};
+          if (report.has_unigram) out["unigram_perplexity"] = g.unigram_perplexity();
+          return out;
+        };
+        j["by_context"] = {{"in_context", group(report.by_context->in_context)},
+                           {"not_in_context", group(report.by_context->not_in_context)}};
       }
       write_file_atomic(*json_path, j.dump(2) + "\n");
     }

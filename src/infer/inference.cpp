@@ -65,7 +65,14 @@ void evaluate_tokens(Loaded& l, const data::TokenStream& tokens, const EvalOptio
   const data::Masker masker(data::validation_masking(l.recipe), l.model->spec().vocab_size, l.tokenizer.word_starts(),
                             seed);
   data::Batcher batcher(blocks, masker, data::evaluation_options(batch_size, seed));
-  report.result = evaluate(*l.model, batcher, options.max_batches, unigram);
+  EvalObserver observe;
+  if (options.by_context) {
+    report.by_context.emplace();
+    observe = [&](const data::Batch& batch, const MlmModel& model) {
+      report.by_context->add(batch, model.logits(), unigram);
+    };
+  }
+  report.result = evaluate(*l.model, batcher, options.max_batches, unigram, {}, {}, observe);
   if (!options.shuffle_words) return;
   const auto shuffle = [&](data::Batch& batch) { data::shuffle_words(batch, l.tokenizer.word_starts(), seed); };
   report.shuffled = evaluate(*l.model, batcher, options.max_batches, unigram, {}, shuffle);

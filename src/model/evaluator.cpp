@@ -7,7 +7,7 @@
 namespace linformer {
 
 EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches, const data::UnigramModel* unigram,
-                    EvalShard shard, const std::function<void(data::Batch&)>& rearrange) {
+                    EvalShard shard, const std::function<void(data::Batch&)>& rearrange, const EvalObserver& observe) {
   EvalResult result;
   const int64_t batches = max_batches > 0 ? std::min(max_batches * shard.count, batcher.batches_per_epoch())
                                           : batcher.batches_per_epoch();
@@ -18,6 +18,7 @@ EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches
     if (batch.targets() == 0) continue;  // nothing to predict in this batch
     if (rearrange) rearrange(batch);
     const StepResult r = model.forward(model_view(batch, positions), Pass{});
+    if (observe) observe(batch, model);
     result.loss_sum += r.loss_sum;
     result.masked += r.masked;
     result.correct += r.correct;

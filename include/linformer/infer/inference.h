@@ -3,6 +3,7 @@
 // (`linformer eval`), and masked-token predictions (`linformer fill-mask`).
 // A checkpoint directory is self-contained: weights, tokenizer and recipe.
 
+#include "linformer/infer/context_breakdown.h"
 #include "linformer/model/evaluator.h"
 
 #include <optional>
@@ -18,6 +19,7 @@ struct EvalOptions {
   int batch_size = 0;                   // 0: the recipe's train.batch_size
   int64_t max_batches = 0;              // 0: everything
   bool shuffle_words = false;           // also evaluate with each sequence's words shuffled (data/word_order.h)
+  bool by_context = false;              // also score targets copyable from their row apart (context_breakdown.h)
 };
 
 struct EvalReport {
@@ -26,6 +28,7 @@ struct EvalReport {
   std::string checkpoint;  // the checkpoint directory used (a run directory resolves to its newest)
   bool has_unigram = false;  // result.unigram_perplexity() is the baseline of the checkpoint's training split
   std::optional<EvalResult> shuffled;  // with --shuffle-words: the same masked targets, words in random order
+  std::optional<ContextBreakdown> by_context;  // with --by-context: the ordered evaluation's targets in two groups
 };
 
 EvalReport run_eval(const EvalOptions& options);

@@ -38,9 +38,12 @@ struct EvalShard {
 // also scores it on the same masked targets (unigram_loss_sum). Shared out: the first
 // max_batches·count batches (or all), shard.index taking every count-th from its own index,
 // so the shards' sums are one process's evaluation with count times the batch size.
-// `rearrange`, when given, changes each batch before the model reads it (data::shuffle_words).
+// `rearrange`, when given, changes each batch before the model reads it (data::shuffle_words);
+// `observe`, after the model's forward pass, sees the batch as the model read it (model.logits()
+// then describe it).
+using EvalObserver = std::function<void(const data::Batch&, const MlmModel&)>;
 EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches,
                     const data::UnigramModel* unigram = nullptr, EvalShard shard = {},
-                    const std::function<void(data::Batch&)>& rearrange = {});
+                    const std::function<void(data::Batch&)>& rearrange = {}, const EvalObserver& observe = {});
 
 }  // namespace linformer
