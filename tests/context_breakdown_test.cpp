@@ -33,12 +33,12 @@ TEST(ContextBreakdown, GroupsTargetsByWhetherTheirWordIsElsewhereInTheRow) {
   ContextBreakdown b;
   b.add(batch, TensorView<const float>(logits.data(), Shape{5, V}), nullptr);
 
-  ContextGroup in, out;
+  EvalResult in, out;
   for (int j = 0; j < 5; ++j) {
     long double sum = 0;
     for (int v = 0; v < V; ++v) sum += std::exp(static_cast<long double>(logits[j * V + v]));
     const double nll = static_cast<double>(std::log(sum) - logits[j * V + batch.target_ids[j]]);
-    ContextGroup& g = expected_in_context[j] ? in : out;
+    EvalResult& g = expected_in_context[j] ? in : out;
     g.loss_sum += nll;
     ++g.masked;
   }

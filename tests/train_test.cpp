@@ -510,7 +510,7 @@ TEST_F(TrainTest, EvalByContextSplitsTheModelsOwnScores) {
   o.by_context = true;
   const EvalReport report = run_eval(o);
   ASSERT_TRUE(report.by_context.has_value());
-  const ContextGroup &in = report.by_context->in_context, &out = report.by_context->not_in_context;
+  const EvalResult &in = report.by_context->in_context, &out = report.by_context->not_in_context;
   const EvalResult& all = report.result;
   EXPECT_GT(in.masked, 0);
   EXPECT_GT(out.masked, 0);

@@ -58,7 +58,7 @@ void add_eval_command(CLI::App& app) {
                                report.shuffled->perplexity(), report.shuffled->accuracy(),
                                report.shuffled->perplexity() / r.perplexity());
     if (report.by_context) {
-      const auto line = [&](const char* what, const ContextGroup& g) {
+      const auto line = [&](const char* what, const EvalResult& g) {
         std::cout << fmt::format("  {}: {} masked tokens ({:.1f}%), perplexity {:.2f}, accuracy {:.4f}{}\n", what,
                                  g.masked, 100.0 * static_cast<double>(g.masked) / static_cast<double>(r.masked),
                                  g.perplexity(), g.accuracy(),
@@ -84,7 +84,7 @@ void add_eval_command(CLI::App& app) {
         j["word_order_ratio"] = report.shuffled->perplexity() / r.perplexity();
       }
       if (report.by_context) {
-        const auto group = [&](const ContextGroup& g) {
+        const auto group = [&](const EvalResult& g) {
           nlohmann::json out = {{"masked", g.masked}, {"loss", g.loss()}, {"perplexity", g.perplexity()},
                                 {"accuracy", g.accuracy()}};
           if (report.has_unigram) out["unigram_perplexity"] = g.unigram_perplexity();

@@ -3,6 +3,7 @@
 #include "linformer/core/check.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace linformer {
 
@@ -22,7 +23,7 @@ void ContextBreakdown::add(const data::Batch& batch, TensorView<const float> log
     const double max = *std::max_element(z, z + V);
     double sum = 0;
     for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(z[v]) - max);
-    ContextGroup& g = copyable ? in_context : not_in_context;
+    EvalResult& g = copyable ? in_context : not_in_context;
     g.loss_sum += std::log(sum) - (static_cast<double>(z[target]) - max);
     g.correct += std::max_element(z, z + V) - z == target;
     ++g.masked;

@@ -7,27 +7,15 @@
 #include "linformer/core/tensor.h"
 #include "linformer/data/batcher.h"
 #include "linformer/data/unigram.h"
-
-#include <cmath>
-#include <cstdint>
+#include "linformer/model/evaluator.h"
 
 namespace linformer {
 
-struct ContextGroup {
-  double loss_sum = 0;          // nats
-  int64_t masked = 0;
-  int64_t correct = 0;          // argmax over the whole vocabulary is the target
-  double unigram_loss_sum = 0;  // the unigram baseline on the same targets (when one was given)
-
-  double loss() const { return masked ? loss_sum / static_cast<double>(masked) : 0.0; }
-  double perplexity() const { return std::exp(loss()); }
-  double accuracy() const { return masked ? static_cast<double>(correct) / static_cast<double>(masked) : 0.0; }
-  double unigram_perplexity() const { return std::exp(masked ? unigram_loss_sum / static_cast<double>(masked) : 0.0); }
-};
-
+// Each group's loss_sum, masked, correct (argmax over the whole vocabulary) and unigram_loss_sum;
+// batches and tokens stay 0.
 struct ContextBreakdown {
-  ContextGroup in_context;      // the target's id is elsewhere in the row's input
-  ContextGroup not_in_context;  // it is not
+  EvalResult in_context;      // the target's id is elsewhere in the row's input
+  EvalResult not_in_context;  // it is not
 
   // Adds a batch's targets, scored from the logits the model computed for it: (M, V), one row per
   // batch.target_positions entry, in that order.
