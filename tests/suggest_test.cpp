@@ -22,8 +22,10 @@ TEST(ClosestMatch, SuggestsLikelyTypos) {
 }
 
 TEST(ClosestMatch, SuggestsTheRightSectionForAKnownLeaf) {
-  const std::vector<std::string> keys = {"model.k", "model.heads", "data.seq_len"};
+  const std::vector<std::string> keys = {"seed", "model.k", "model.heads", "data.seq_len", "data.seed"};
+  // Before a key of its own section a few edits away (data.seed is 3 from data.heads).
   EXPECT_EQ(closest_match("data.heads", keys), "model.heads");
+  EXPECT_EQ(closest_match("model.seed", keys), "seed");  // a top-level key too
 }
 
 TEST(ClosestMatch, StaysQuietWhenNothingIsClose) {

@@ -30,6 +30,12 @@ std::string last_component(const std::string& key) {
 }  // namespace
 
 std::optional<std::string> closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  // A key whose name exists in another section is misplaced, more likely than mistyped ("data.heads"
+  // is model.heads, not data.seed three edits away).
+  const std::string leaf = last_component(word);
+  for (const auto& c : candidates)
+    if (c != word && last_component(c) == leaf) return c;
+
   int best = INT_MAX;
   const std::string* best_candidate = nullptr;
   for (const auto& c : candidates) {
@@ -41,10 +47,6 @@ std::optional<std::string> closest_match(const std::string& word, const std::vec
   }
   const int tolerated = std::max(2, static_cast<int>(word.size()) / 3);
   if (best_candidate && best <= tolerated) return *best_candidate;
-
-  const std::string leaf = last_component(word);
-  for (const auto& c : candidates)
-    if (c != word && last_component(c) == leaf && c.find('.') != std::string::npos) return c;
   return std::nullopt;
 }
 
