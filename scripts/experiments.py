@@ -537,6 +537,8 @@ def write_verdicts(experiments, args, log):
     table = VERDICT_HEADER
     spreads = ""
     for experiment, e in experiments.items():
+        if not e["claim"] and not e["seed_spread"]:
+            continue
         done = [n for n in e["names"] if os.path.exists(os.path.join(args.results, "runs", n, "run.json"))]
         summaries = [summarize(args.results, n) for n in done]
         if e["seed_spread"]:
@@ -577,16 +579,17 @@ def manifest_runs(experiments, args):
 
 def word_order_table(runs):
     """How much each measured run uses word order (RESULTS/runs/<run>/word_order.json)."""
-    rows = ""
+    measured = []
     for name, folder in runs:
         path = os.path.join(folder, "word_order.json")
         if os.path.exists(path):
             with open(path) as f:
-                w = json.load(f)
-            rows += (f"| {name} | {w['checkpoint']} | {fmt(w['perplexity'])} | {fmt(w['shuffled_perplexity'])} | "
-                     f"{fmt(w['ratio'], 3)} | {fmt(w['accuracy'], 3)} | {fmt(w['shuffled_accuracy'], 3)} |\n")
-    if not rows:
+                measured.append((name, json.load(f)))
+    if not measured:
         return ""
+    rows = "".join(f"| {name} | {w['checkpoint']} | {fmt(w['perplexity'])} | {fmt(w['shuffled_perplexity'])} | "
+                   f"{fmt(w['ratio'], 3)} | {fmt(w['accuracy'], 3)} | {fmt(w['shuffled_accuracy'], 3)} |\n"
+                   for name, w in measured)
     return ("\n## Word order\n\nTest perplexity of each run's best checkpoint with the words of every sentence "
             "shuffled (`linformer eval --shuffle-words`: the same masked targets, carried with their words) against "
             "the ordered text's. A ratio near 1 means the model predicts from which words occur together, not from "
@@ -594,19 +597,14 @@ def word_order_table(runs):
             "`learning.word_order`: 800× on a corpus of word pairs). Runs whose checkpoints were gone before this "
             "measurement existed are missing.\n\n"
             "| run | checkpoint | test ppl | words shuffled | ratio | masked acc. | shuffled acc. |\n"
-            "|---|---|---|---|---|---|---|\n" + rows + context_table(runs))
+            "|---|---|---|---|---|---|---|\n" + rows + context_table(measured))
 
 
-def context_table(runs):
+def context_table(measured):
     """Copying from context: the same test evaluation's targets whose word occurs elsewhere in their
-    block, and the others (RESULTS/runs/<run>/word_order.json, by_context)."""
+    block, and the others; measured = [(run, its word_order.json)], the by_context part."""
     rows = ""
-    for name, folder in runs:
-        path = os.path.join(folder, "word_order.json")
-        if not os.path.exists(path):
-            continue
-        with open(path) as f:
-            w = json.load(f)
+    for name, w in measured:
         if "by_context" not in w:
             continue
         c, o = w["by_context"]["in_context"], w["by_context"]["not_in_context"]
