@@ -627,8 +627,7 @@ def verdict(claim, summaries):
     """[(check, measured, verdict)] for an experiment's claim, from the final validation perplexities;
     [] when a run the claim needs has no results yet."""
     ppl = {s["name"]: s["valid_ppl"] for s in summaries}
-    needed = [claim.get("baseline"), claim.get("on_par"), *claim.get("ordered", []), *claim.get("equal", [])]
-    if any(n is not None and n not in ppl for n in needed):
+    if any(n not in ppl for n in claim_runs(claim)):
         return []
     tolerance = claim["tolerance"]
     rows = []
@@ -654,10 +653,18 @@ def verdict(claim, summaries):
 VERDICT_HEADER = "| claim (paper) | check | measured (final validation perplexity) | verdict |\n|---|---|---|---|\n"
 
 
+def claim_runs(claim):
+    """The runs a claim compares, each once."""
+    names = [claim.get("baseline"), claim.get("on_par"), *claim.get("ordered", []), *claim.get("equal", [])]
+    return list(dict.fromkeys(n for n in names if n is not None))
+
+
 def verdict_rows(claim, summaries):
     rows = verdict(claim, summaries)
     if not rows:
-        return f"| {claim['paper']} | – | not all runs done yet | – |\n"
+        needed = claim_runs(claim)
+        done = sum(s["name"] in needed for s in summaries)
+        return f"| {claim['paper']} | – | {done} of {len(needed)} runs done | – |\n"
     return "".join(f"| {claim['paper'] if i == 0 else ''} | {check} | {measured} | {v} |\n"
                    for i, (check, measured, v) in enumerate(rows))
 

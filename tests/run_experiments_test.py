@@ -252,6 +252,16 @@ class SeedSpread(unittest.TestCase):
         line = self.experiments.seed_spread_line("seeds", e, [{"name": "k64", "valid_ppl": 400.0}])
         self.assertIn("1 of 3 runs done; it needs two", line)
 
+    def test_a_claim_waiting_for_runs_says_how_many_are_done(self):
+        claim = {"paper": "k helps", "ordered": ["k32", "k64", "k128"], "baseline": "full", "on_par": "k128",
+                 "tolerance": 0.02}
+        done = [{"name": "k32", "valid_ppl": 300.0}, {"name": "full", "valid_ppl": 60.0},
+                {"name": "elsewhere", "valid_ppl": 1.0}]
+        self.assertEqual(self.experiments.verdict_rows(claim, done), "| k helps | – | 2 of 4 runs done | – |\n")
+        done += [{"name": "k64", "valid_ppl": 250.0}, {"name": "k128", "valid_ppl": 200.0}]
+        self.assertIn("| perplexity falls along k32 → k64 → k128 | 300.0 → 250.0 → 200.0 | agrees |",
+                      self.experiments.verdict_rows(claim, done))
+
     def test_the_manifest_key_must_be_a_boolean(self):
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "a.toml"), "w") as f:
