@@ -8,7 +8,8 @@ for a query's neighbours if it mixes few positions.
   projection_locality.py CHECKPOINT_OR_RUN_DIR ... [--json FILE]
 
 Prints, per checkpoint and projection tensor, the median, smallest and largest participation
-ratio over its rows, beside n/3 (random) and n (uniform).
+ratio over its rows, beside n/3 (random) and n (uniform); for per-head projections (sharing
+"none", shape heads x k x n) also each head's median.
 """
 
 import argparse
@@ -50,8 +51,11 @@ def locality(path):
         w = tensors[name].numpy()
         n = w.shape[-1]
         pr = participation_ratios(w.reshape(-1, n))
-        out.append({"tensor": name, "shape": list(w.shape), "n": n, "median": float(np.median(pr)),
-                    "min": float(pr.min()), "max": float(pr.max())})
+        row = {"tensor": name, "shape": list(w.shape), "n": n, "median": float(np.median(pr)),
+               "min": float(pr.min()), "max": float(pr.max())}
+        if w.ndim == 3:  # sharing "none": (heads, k, n), one projection per head
+            row["head_medians"] = [float(np.median(h)) for h in pr.reshape(w.shape[0], -1)]
+        out.append(row)
     if not out:
         raise SystemExit(f"projection_locality: {path}: no learned projections (proj_e, proj_f): not a Linformer "
                          f"with linear projections")
@@ -67,7 +71,8 @@ def main(argv=None):
     for path in args.checkpoints:
         report[path] = locality(path)
         for r in report[path]:
-            print(f"{path}: {r['tensor']} {tuple(r['shape'])}: positions mixed per row: median {r['median']:.0f}, "
+            heads = (", per head " + ", ".join(f"{m:.0f}" for m in r["head_medians"])) if "head_medians" in r else ""
+            print(f"{path}: {r['tensor']} {tuple(r['shape'])}: positions mixed per row: median {r['median']:.0f}{heads}, "
                   f"min {r['min']:.0f}, max {r['max']:.0f} (random about {r['n'] / 3:.0f}, uniform {r['n']})")
     if args.json:
         with open(args.json, "w") as f:

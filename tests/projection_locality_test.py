@@ -37,6 +37,17 @@ class ProjectionLocality(unittest.TestCase):
             self.assertAlmostEqual(rows["layers.0.attn.proj_e"]["median"], 1.0)
             self.assertAlmostEqual(rows["layers.0.attn.proj_f"]["max"], 8.0)
 
+    def test_per_head_projections_get_a_median_per_head(self):
+        with tempfile.TemporaryDirectory() as d:
+            e = torch.ones(2, 3, 8)  # head 0 uniform over 8 positions, head 1 on one position
+            e[1] = 0.0
+            e[1, :, 4] = 2.0
+            safetensors_io.save(os.path.join(d, "model.safetensors"), {"layers.0.attn.proj_e": e})
+            (row,) = pl.locality(d)
+            self.assertEqual(row["shape"], [2, 3, 8])
+            self.assertEqual(row["head_medians"], [8.0, 1.0])
+            self.assertAlmostEqual(row["min"], 1.0)
+
     def test_bad_input_is_refused_naming_it(self):
         with tempfile.TemporaryDirectory() as d:
             with self.assertRaises(SystemExit) as refused:
