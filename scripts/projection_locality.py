@@ -24,6 +24,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_io  # noqa: E402
 
 
+# A layer's E and F (sharing none, headwise, kv: F absent) and the whole model's E = F (layerwise).
+PROJECTIONS = ("proj_e", "proj_f", "shared_proj")
+
+
 def participation_ratios(rows):
     """(rows, n) weights -> (rows,) effective number of positions each mixes."""
     p = np.asarray(rows, dtype=np.float64) ** 2
@@ -47,7 +51,7 @@ def locality(path):
     """[{tensor, shape, n, median, min, max}] for each learned projection of a checkpoint."""
     tensors, _ = safetensors_io.load(weights_file(path))
     out = []
-    for name in sorted(t for t in tensors if t.rsplit(".", 1)[-1] in ("proj_e", "proj_f")):
+    for name in sorted(t for t in tensors if t.rsplit(".", 1)[-1] in PROJECTIONS):
         w = tensors[name].numpy()
         n = w.shape[-1]
         pr = participation_ratios(w.reshape(-1, n))
@@ -57,7 +61,7 @@ def locality(path):
             row["head_medians"] = [float(np.median(h)) for h in pr.reshape(w.shape[0], -1)]
         out.append(row)
     if not out:
-        raise SystemExit(f"projection_locality: {path}: no learned projections (proj_e, proj_f): not a Linformer "
+        raise SystemExit(f"projection_locality: {path}: no learned projections (proj_e, proj_f, shared_proj): not a Linformer "
                          f"with linear projections")
     return out
 
