@@ -34,11 +34,11 @@ class ProjectionLocality(unittest.TestCase):
                                  "layers.0.attn.q.weight": torch.ones(4, 4)})
             rows = {r["tensor"]: r for r in pl.locality(d)}
             self.assertEqual(sorted(rows), ["layers.0.attn.proj_e", "layers.0.attn.proj_f"])
+            self.assertAlmostEqual(rows["layers.0.attn.proj_e"]["median"], 1.0)
+            self.assertAlmostEqual(rows["layers.0.attn.proj_f"]["max"], 8.0)
             # Layerwise sharing: one E = F for the whole model.
             safetensors_io.save(os.path.join(d, "model.safetensors"), {"shared_proj": e, "embed.tokens": torch.ones(4, 4)})
             self.assertEqual([r["tensor"] for r in pl.locality(d)], ["shared_proj"])
-            self.assertAlmostEqual(rows["layers.0.attn.proj_e"]["median"], 1.0)
-            self.assertAlmostEqual(rows["layers.0.attn.proj_f"]["max"], 8.0)
 
     def test_per_head_projections_get_a_median_per_head(self):
         with tempfile.TemporaryDirectory() as d:
