@@ -46,7 +46,7 @@ NORMS = ("post", "pre")
 ATTENTIONS = ("full", "linformer")
 SHARINGS = ("none", "headwise", "kv", "layerwise")
 PROJECTIONS = ("linear", "mean", "max", "conv")
-PROJECTION_INITS = ("normal", "paper", "xavier")
+PROJECTION_INITS = ("normal", "paper", "xavier", "local")
 POSITIONS = ("learned", "sinusoidal")
 
 
@@ -341,9 +341,14 @@ def init_weights(cfg, generator):
                 w = torch.randn(shape, generator=generator) * cfg.init_std
             elif cfg.projection_init == "paper":
                 w = torch.randn(shape, generator=generator) / math.sqrt(k)  # variance 1/k
-            else:  # xavier
+            elif cfg.projection_init == "xavier":
                 bound = math.sqrt(6.0 / (n + k))
                 w = (torch.rand(shape, generator=generator) * 2 - 1) * bound
+            else:  # local: row j is the mean of positions [j n / k, (j + 1) n / k)
+                w = torch.zeros(shape)
+                for j in range(k):
+                    begin, end = j * n // k, (j + 1) * n // k
+                    w[..., j, begin:end] = 1.0 / (end - begin)
         else:  # linear weights and embeddings
             w = torch.randn(shape, generator=generator) * cfg.init_std
         weights[name] = w.float()

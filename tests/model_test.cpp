@@ -248,6 +248,38 @@ TEST(Model, SinusoidalPositionsAreFixedWithTheScaleOfALearnedTable) {
   EXPECT_NE(model.params().value("embed.tokens").data()[spec.d_model], 0.0f);
 }
 
+// projection_init = "local": every row of E and F averages a window of n/k neighbouring positions,
+// so at initialisation a learned projection computes what mean pooling (its own code path) does,
+// padding included, and at k = n it is the identity: exactly full attention on unpadded rows.
+TEST(Model, LocalProjectionInitIsMeanPoolingAndTheIdentityAtKEqualsN) {
+  const auto eval_loss = [](const ModelSpec& spec, const OwnedBatch& batch) {
+    MlmModel model(spec, batch.B, batch.B * batch.T);
+    model.params().initialize(3);
+    return model.forward(batch.view(), Pass{false, 1, 1}).loss_sum;
+  };
+  const OwnedBatch padded = testing::random_batch(16, {16, 10, 7}, 40, 6);
+  for (const char* sharing : {"headwise", "none", "kv", "layerwise"}) {
+    const double local = eval_loss(testing::tiny_spec({{"projection_init", "local"}, {"sharing", sharing}}), padded);
+    const double mean = eval_loss(testing::tiny_spec({{"projection", "mean"}, {"sharing", sharing}}), padded);
+    const double random = eval_loss(testing::tiny_spec({{"sharing", sharing}}), padded);
+    EXPECT_NEAR(local, mean, 1e-5 * std::abs(mean)) << sharing;
+    EXPECT_GT(std::abs(local - random), 1e-3 * std::abs(mean)) << sharing << ": the init made no difference";
+  }
+  const OwnedBatch unpadded = testing::random_batch(16, {16, 16}, 40, 7);
+  const double identity = eval_loss(testing::tiny_spec({{"projection_init", "local"}, {"k_per_layer", {16, 16}}}), unpadded);
+  const double full = eval_loss(testing::tiny_spec({{"attention", "full"}}), unpadded);
+  EXPECT_NEAR(identity, full, 1e-5 * std::abs(full));
+
+  MlmModel model(testing::tiny_spec({{"projection_init", "local"}, {"k_per_layer", {4, 3}}}), 1, 16);
+  model.params().initialize(3);
+  const TensorView<float> e1 = model.params().value("layers.1.attn.proj_e");  // (3, 16): windows 0-4, 5-9, 10-15
+  for (int64_t t = 0; t < 16; ++t) {
+    EXPECT_FLOAT_EQ(e1.data()[t], t < 5 ? 0.2f : 0.0f) << t;
+    EXPECT_FLOAT_EQ(e1.data()[16 + t], t >= 5 && t < 10 ? 0.2f : 0.0f) << t;
+    EXPECT_FLOAT_EQ(e1.data()[32 + t], t >= 10 ? 1.0f / 6 : 0.0f) << t;
+  }
+}
+
 TEST(Model, DeterministicWithoutDropoutAndSeededWithIt) {
   const ModelSpec spec = testing::tiny_spec({{"dropout", 0.1}, {"attention_dropout", 0.1}});
   const OwnedBatch batch = testing::random_batch(16, {16, 10}, spec.vocab_size, 4);

@@ -237,6 +237,12 @@ class ParameterNames(unittest.TestCase):
             torch.Generator().manual_seed(0),
         )
         self.assertAlmostEqual(paper["layers.0.attn.proj_e"].std().item(), 0.5, delta=0.03)
+        local = ref.init_weights(tiny_config(projection_init="local", k_per_layer=[16, 3], sharing="none"),
+                                 torch.Generator().manual_seed(0))
+        self.assertTrue(torch.equal(local["layers.0.attn.proj_e"], torch.eye(16).expand(2, 16, 16)))
+        windows = torch.zeros(3, 16)
+        windows[0, 0:5], windows[1, 5:10], windows[2, 10:16] = 1 / 5, 1 / 5, 1 / 6
+        self.assertTrue(torch.equal(local["layers.1.attn.proj_f"], windows.expand(2, 3, 16)))
 
     def test_sinusoidal_positions(self):
         cfg = tiny_config(positions="sinusoidal", d_model=16)

@@ -87,6 +87,14 @@ void Parameters::initialize(uint64_t seed) {
             for (int64_t i = 0; i < count; ++i) x[i] = bound * (2.0f * rng.uniform() - 1.0f);
             break;
           }
+          case ProjectionInit::local:  // every (K, n) matrix: row j averages a window of neighbours
+            for (int64_t m = 0; m < count / (K * n); ++m)
+              for (int64_t j = 0; j < K; ++j) {
+                const int64_t begin = j * n / K, end = (j + 1) * n / K;  // windows tile [0, n)
+                float* row = x + (m * K + j) * n;
+                for (int64_t t = 0; t < n; ++t) row[t] = t >= begin && t < end ? 1.0f / static_cast<float>(end - begin) : 0.0f;
+              }
+            break;
         }
         break;
       }

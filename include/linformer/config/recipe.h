@@ -75,11 +75,11 @@ constexpr auto enum_names(PositionKind) {
 }
 
 // normal: N(0, model.init_std) (fairseq's effective init); paper: N(0, 1/k); xavier: uniform.
-enum class ProjectionInit { normal, paper, xavier };
+enum class ProjectionInit { normal, paper, xavier, local };
 constexpr auto enum_names(ProjectionInit) {
   using E = ProjectionInit;
   return std::array{std::pair{E::normal, "normal"sv}, std::pair{E::paper, "paper"sv},
-                    std::pair{E::xavier, "xavier"sv}};
+                    std::pair{E::xavier, "xavier"sv}, std::pair{E::local, "local"sv}};
 }
 
 enum class LrSchedule { polynomial, linear, cosine, inverse_sqrt, constant };
@@ -209,8 +209,8 @@ struct ModelConfig {
     v("freeze_projection", freeze_projection, false,
       "Linformer: keep learned projections at their initial values.");
     v("projection_init", projection_init, ProjectionInit::normal,
-      "Linformer projection init: normal (N(0, init_std), fairseq's effective init), paper (N(0, 1/k)) "
-      "or xavier (uniform).");
+      "Linformer projection init: normal (N(0, init_std), fairseq's effective init), paper (N(0, 1/k)), "
+      "xavier (uniform) or local (row j the mean of positions [jn/k, (j+1)n/k): mean pooling, the identity at k = n).");
   }
 };
 
