@@ -36,6 +36,29 @@ class CompareValidPpl(unittest.TestCase):
             self.assertEqual(compare(a, far).returncode, 1)
             self.assertEqual(compare(a, far, "--max-relative", "0.02").returncode, 0)
 
+    def test_last_n_compares_the_mean_of_the_last_validations(self):
+        with tempfile.TemporaryDirectory() as d:
+            a = write_run(d, "fp32", [(100, 900.0), (200, 210.0), (300, 200.0)])
+            # 1.5% below at the end, 1.4% above before it: the means of the last two are 0.01% apart
+            b = write_run(d, "bf16", [(100, 100.0), (200, 212.94), (300, 197.0)])
+            r = compare(a, b)
+            self.assertEqual(r.returncode, 1, r.stdout)
+            r = compare(a, b, "--last", "2")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("1.50% apart", r.stdout)  # the final validations, printed too
+            self.assertIn("mean of the last 2 validations (updates 200-300)", r.stdout)
+            self.assertIn("205.000, ", r.stdout)
+            self.assertIn("204.970: 0.01% apart, limit 1%", r.stdout)
+            self.assertEqual(compare(a, b, "--last", "3").returncode, 1)  # the means: 436.7 against 170.0
+            shifted = write_run(d, "shifted", [(150, 210.0), (300, 200.0)])
+            r = compare(a, shifted, "--last", "2")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("different updates", r.stdout)
+            r = compare(a, shifted, "--last", "3")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("has 2 validation records, fewer than the 3 to compare", r.stderr)
+            self.assertEqual(compare(a, b, "--last", "0").returncode, 2)
+
     def test_different_final_updates_fail(self):
         with tempfile.TemporaryDirectory() as d:
             a = write_run(d, "a", [(300, 200.0)])
