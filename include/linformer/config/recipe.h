@@ -74,7 +74,8 @@ constexpr auto enum_names(PositionKind) {
   return std::array{std::pair{E::learned, "learned"sv}, std::pair{E::sinusoidal, "sinusoidal"sv}};
 }
 
-// normal: N(0, model.init_std) (fairseq's effective init); paper: N(0, 1/k); xavier: uniform.
+// normal: N(0, model.init_std) (fairseq's effective init); paper: N(0, 1/k); xavier: uniform;
+// local: each row the mean of n/k neighbouring positions (mean pooling; the identity at k = n).
 enum class ProjectionInit { normal, paper, xavier, local };
 constexpr auto enum_names(ProjectionInit) {
   using E = ProjectionInit;
