@@ -6,15 +6,21 @@
 # Needs a CPU with avx512_bf16; elsewhere the bf16 run would quietly be an fp32 run, so the
 # script says so and exits 2 without training (ALLOW_FALLBACK=1 runs it anyway, to test the
 # plumbing; it still exits 2).
-# Usage: scripts/bf16_check.sh [recipe] [updates]
+# Usage: scripts/bf16_check.sh [recipe] [updates] [--set key=value ...]
 #   defaults: recipes/brown/default.toml, all of the recipe's train.max_updates (the main job:
 #   about 7 minutes a precision on 2 cores with AMX, more elsewhere). With fewer updates, the
 #   recipe's learning-rate warmup and sequence-length warm-up are scaled by the same fraction,
 #   so the short run still leaves the warmup and trains at the recipe's learning rate: a check
 #   inside the warmup, at a small learning rate, compares models that have barely moved.
+#   Further arguments go to both training runs (e.g. --set seed=2: one fp32/bf16 pair cannot tell
+#   bf16's effect from two trajectories landing apart as two seeds would; pairs at other seeds can).
+#   BF16_CHECK_DIR chooses the runs' directory (default runs/bf16_check; fp32/ and bf16/ inside).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 recipe=${1:-recipes/brown/default.toml}
+updates_arg=${2:-}
+shift $(($# < 2 ? $# : 2))
+extra=("$@")
 has_bf16=1
 grep -qw avx512_bf16 /proc/cpuinfo || has_bf16=0
 if [ "$has_bf16" = 0 ]; then
@@ -26,12 +32,12 @@ fi
 scripts/build.sh
 [ -f data/brown/.complete ] || scripts/get_brown.sh
 build/linformer prepare --recipe "$recipe"
-out=runs/bf16_check
+out=${BF16_CHECK_DIR:-runs/bf16_check}
 recipe_value() {  # a key of the resolved recipe (each of these keys occurs in one section only)
   build/linformer train --recipe "$recipe" --dump-recipe | sed -n "s/^$1 = \([0-9]*\).*/\1/p"
 }
 max_updates=$(recipe_value max_updates)
-updates=${2:-$max_updates}
+updates=${updates_arg:-$max_updates}
 if ! [[ "$updates" =~ ^[1-9][0-9]*$ ]]; then
   echo "bf16_check: updates must be a positive integer, not '$updates' (the recipe $recipe has" \
     "train.max_updates = ${max_updates:-none}; give the number of updates as the second argument)" >&2
@@ -47,7 +53,7 @@ else
   short+=(--set train.short_seq_len=0 --set train.short_seq_updates=0)
 fi
 echo "bf16_check: $recipe, $updates updates (learning-rate warmup $warmup_updates, sequence-length" \
-  "warm-up ${short_seq_updates}), in fp32 and in bf16" >&2
+  "warm-up ${short_seq_updates}), in fp32 and in bf16${extra[*]+, with ${extra[*]}}, into $out" >&2
 # Validate 20 times and compare the mean of the last 5 (the run's last fifth): fp32 and bf16
 # arithmetic put the two runs on trajectories that drift apart and back, so a single final
 # validation compares where each happened to be (scripts/compare_valid_ppl.py --last).
@@ -57,7 +63,8 @@ for precision in fp32 bf16; do
   rm -rf "${out:?}/$precision"
   build/linformer train --recipe "$recipe" --run-dir "$out/$precision" "${short[@]}" \
     --set train.precision="$precision" --set train.max_updates="$updates" --set train.max_tokens=0 \
-    --set train.max_minutes=0 --set validation.every="$every" --set validation.patience=0
+    --set train.max_minutes=0 --set validation.every="$every" --set validation.patience=0 \
+    ${extra[@]+"${extra[@]}"}
 done
 
 status=0
