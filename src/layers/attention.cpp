@@ -473,8 +473,10 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
     return;
   }
   // With bf16 operands the scores are a bf16 result (as in PyTorch's autocast): the bf16 path writes
-  // them into the probabilities' bf16 cache, where the softmax (f32 arithmetic, P kept in f32 for
-  // backward) overwrites them with P's rounding, P itself being the P·V operand without dropout.
+  // them into the probabilities' bf16 cache, where the softmax (f32 arithmetic) overwrites them with
+  // P's rounding, the P·V operand without dropout and what the backward reads: P is not kept in f32
+  // (n × n floats written and read again: a tenth of a full-attention step). With dropout the
+  // rounding goes to the f32 cache, which dropout scales.
   const TensorView<float> probs = ws_.view(probs_, e);
   const bool dropped = pass.training && spec_.attention_dropout > 0;
   HeadsBf16 rounded;
@@ -482,12 +484,13 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
     rounded = round_heads_into_bf16_caches(e, projected_rounded);
     const TensorView<bf16> scores = ws_.view(probs_bf16_, e);
     matmul(rounded.queries, rounded.keys.transpose(2, 3), scores);
-    softmax_forward_bf16_scores(scores.data(), probs.data(), dropped ? nullptr : scores.data(), B * H_ * T, S, scale,
-                                mask, H_ * T);
+    softmax_forward_bf16_scores(scores.data(), dropped ? probs.data() : nullptr, dropped ? nullptr : scores.data(),
+                                B * H_ * T, S, scale, mask, H_ * T);
   } else {
     matmul(queries, keys.transpose(2, 3), probs);
     if (matmul_bf16_operands()) round_to_bf16_values(probs.data(), probs.numel());  // the bf16 path's numbers
     softmax_forward(probs.data(), probs.data(), B * H_ * T, S, scale, mask, H_ * T);
+    if (matmul_bf16_operands()) round_to_bf16_values(probs.data(), probs.numel());  // P as the bf16 path keeps it
   }
   const TensorView<bf16> probs_bf16 = rounds_bf16 ? ws_.view(probs_bf16_, e) : TensorView<bf16>{};
 
@@ -575,7 +578,7 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
     const TensorView<bf16> d_scores = ws_.view(d_probs_bf16_, e);
     if (!dropped) {  // dP in bf16, turned into d_scores in place
       matmul(d_ctx_h, rounded.values.transpose(2, 3), d_scores);
-      softmax_backward_bf16_gradient(d_scores.data(), probs.data(), d_scores.data(), B * H_ * T, S, scale);
+      softmax_backward_bf16_gradient(d_scores.data(), used_bf16.data(), d_scores.data(), B * H_ * T, S, scale);
     } else {
       matmul(d_ctx_h, rounded.values.transpose(2, 3), d_probs);
       round_to_bf16_values(d_probs.data(), d_probs.numel());

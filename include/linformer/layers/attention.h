@@ -121,8 +121,9 @@ class Attention {
   Projection proj_e_, proj_f_;  // proj_f_ is proj_e_ when keys and values share it
   // Caches (per layer): qkv (B,T,3C), or Q only (B,T,C) when compressing first; xc_e, xc_f the
   // compressed inputs (B,K,C) when compressing first (xc_f is xc_e when the same); kv K̃ | Ṽ
-  // (B,K,2C); probs and dropped probs (B,H,T,S), S = K or T; ctx (B,T,C). Shapes are stated
-  // where the constructor reserves them.
+  // (B,K,2C); probs and dropped probs (B,H,T,S), S = K or T (the bf16 path keeps P only in
+  // probs_bf16_ unless attention dropout needs it in f32); ctx (B,T,C). Shapes are stated where the
+  // constructor reserves them.
   Buffer<float> qkv_, xc_e_, xc_f_, kv_, probs_, probs_dropped_, ctx_;
   // Backward scratch (shared by all layers): d_ctx (B,T,C), reused at the end for d(real ⊙ x);
   // d_probs (B,H,T,S); d_qkv (B,T,3C) or (B,T,C); d_kv (B,K,2C); d_xc_e, d_xc_f (B,K,C).
