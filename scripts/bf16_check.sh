@@ -14,7 +14,10 @@
 #   inside the warmup, at a small learning rate, compares models that have barely moved.
 #   Further arguments go to both training runs (e.g. --set seed=2: one fp32/bf16 pair cannot tell
 #   bf16's effect from two trajectories landing apart as two seeds would; pairs at other seeds can).
-#   BF16_CHECK_DIR chooses the runs' directory (default runs/bf16_check; fp32/ and bf16/ inside).
+#   BF16_CHECK_DIR chooses the runs' directory (default runs/bf16_check; fp32/ and bf16/ inside);
+#   LINFORMER a binary to use instead of building build/linformer (so a check can run while the
+#   tree changes); PRECISIONS=bf16 trains only the bf16 run and compares it with the fp32 run
+#   already in the directory (after a change that leaves fp32 as it was).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 recipe=${1:-recipes/brown/default.toml}
@@ -29,12 +32,13 @@ if [ "$has_bf16" = 0 ]; then
   echo "bf16_check: ALLOW_FALLBACK=1: running both anyway (both are fp32)." >&2
 fi
 
-scripts/build.sh
+linformer=${LINFORMER:-build/linformer}
+[ -n "${LINFORMER:-}" ] || scripts/build.sh
 [ -f data/brown/.complete ] || scripts/get_brown.sh
-build/linformer prepare --recipe "$recipe"
+"$linformer" prepare --recipe "$recipe"
 out=${BF16_CHECK_DIR:-runs/bf16_check}
 recipe_value() {  # a key of the resolved recipe (each of these keys occurs in one section only)
-  build/linformer train --recipe "$recipe" --dump-recipe | sed -n "s/^$1 = \([0-9]*\).*/\1/p"
+  "$linformer" train --recipe "$recipe" --dump-recipe | sed -n "s/^$1 = \([0-9]*\).*/\1/p"
 }
 max_updates=$(recipe_value max_updates)
 updates=${updates_arg:-$max_updates}
@@ -53,15 +57,21 @@ else
   short+=(--set train.short_seq_len=0 --set train.short_seq_updates=0)
 fi
 echo "bf16_check: $recipe, $updates updates (learning-rate warmup $warmup_updates, sequence-length" \
-  "warm-up ${short_seq_updates}), in fp32 and in bf16${extra[*]+, with ${extra[*]}}, into $out" >&2
+  "warm-up ${short_seq_updates}), in ${PRECISIONS:-fp32 and bf16}${extra[*]+, with ${extra[*]}}, into $out" >&2
 # Validate 20 times and compare the mean of the last 5 (the run's last fifth): fp32 and bf16
 # arithmetic put the two runs on trajectories that drift apart and back, so a single final
 # validation compares where each happened to be (scripts/compare_valid_ppl.py --last).
 every=$((updates / 20)) last=5
 [ "$every" -ge 1 ] || { every=0; last=1; }
-for precision in fp32 bf16; do
+precisions=${PRECISIONS:-fp32 bf16}
+case "$precisions" in
+  "fp32 bf16") ;;
+  bf16) [ -f "$out/fp32/metrics.jsonl" ] || { echo "bf16_check: PRECISIONS=bf16 needs the fp32 run in $out/fp32" >&2; exit 1; } ;;
+  *) echo "bf16_check: PRECISIONS must be 'fp32 bf16' or 'bf16', not '$precisions'" >&2; exit 1 ;;
+esac
+for precision in $precisions; do
   rm -rf "${out:?}/$precision"
-  build/linformer train --recipe "$recipe" --run-dir "$out/$precision" "${short[@]}" \
+  "$linformer" train --recipe "$recipe" --run-dir "$out/$precision" "${short[@]}" \
     --set train.precision="$precision" --set train.max_updates="$updates" --set train.max_tokens=0 \
     --set train.max_minutes=0 --set validation.every="$every" --set validation.patience=0 \
     ${extra[@]+"${extra[@]}"}
