@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace linformer {
@@ -178,6 +180,46 @@ TEST(Bf16Inference, KeepsFullAttentionsScoresInBf16OnlyAndNeedsLessMemoryThanFp3
   // fp32 keeps the f32 scores; bf16 half as many bytes for them, plus small bf16 copies of Q, K, V.
   EXPECT_LT(static_cast<double>(bf16_bytes), static_cast<double>(fp32) - 0.45 * scores_f32)
       << "bf16 " << bf16_bytes << " bytes, fp32 " << fp32;
+}
+
+// bf16 training keeps P only as its bf16 rounding (the P·V operand and what the softmax backward
+// reads) and dP only in bf16: each layer's (B, H, n, n) f32 probabilities and the shared f32 dP
+// are not kept, unless attention dropout needs them in f32; with them dominating (full attention,
+// n = 1024), half of fp32's memory for them.
+TEST(Bf16Training, KeepsAttentionProbabilitiesOnlyInBf16WithoutAttentionDropout) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "no avx512_bf16 on this CPU (" << dnnl_cpu_isa_name() << ")";
+  const int64_t n = 1024, batch = 2;
+  const auto bytes = [&](double attention_dropout, bool bf16) {
+    const ModelSpec spec = testing::tiny_spec({{"attention", "full"}, {"k_per_layer", nlohmann::json::array()},
+                                               {"seq_len", n}, {"d_model", 64}, {"heads", 4}, {"ffn_dim", 128},
+                                               {"attention_dropout", attention_dropout}});
+    const Bf16Operands operands(bf16);
+    return static_cast<double>(MlmModel::planned_activation_bytes(spec, batch, 8, WorkspaceUse::training));
+  };
+  const ModelSpec spec = testing::tiny_spec({});
+  const double dp_f32 = 4.0 * batch * 4 * n * n;  // one (B, H, n, n) f32 buffer: dP, shared by the layers
+  const double probs_f32 = dp_f32 * spec.layers;  // every layer's f32 P
+  const double probs_bf16 = probs_f32 / 2;
+  // fp32 keeps f32 P and dP; bf16 their roundings instead (and small bf16 copies of Q, K, V).
+  EXPECT_LT(bytes(0.0, true), bytes(0.0, false) - 0.45 * (probs_f32 + dp_f32)) << "bf16 keeps f32 P or dP";
+  // With attention dropout both keep f32 P and the dropped P; bf16 its rounding on top.
+  EXPECT_GT(bytes(0.1, true), bytes(0.1, false) + 0.95 * probs_bf16);
+  // bf16 without attention dropout trains (loss as the f32-operand path, which keeps f32 P, gives:
+  // Variants/Bf16Model); a model built for it refuses f32 matmuls rather than read a missing buffer.
+  const ModelSpec full = testing::tiny_spec({{"attention", "full"}, {"k_per_layer", nlohmann::json::array()}});
+  std::optional<MlmModel> model;
+  {
+    const Bf16Operands on;
+    model.emplace(full, 3, 48);
+  }
+  model->params().initialize(9);
+  const OwnedBatch data = testing::random_batch(16, {16, 11, 7}, full.vocab_size, 5);
+  try {
+    forward_backward(*model, data);
+    ADD_FAILURE() << "a model built for bf16 training ran with f32 matmuls";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("built for bf16 training, run with f32 matmuls"), std::string::npos) << e.what();
+  }
 }
 
 // Linformer (projections and in_proj slices), full attention, pre-LN, no sharing; and with every

@@ -143,14 +143,17 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
       d_xc_bf16_ = ws.reserve_backward<bf16>("attn.d_xc_bf16", {B, K_, C_});
     }
   }
-  // bf16 inference keeps the scores in bf16 only (probs_bf16_), so it needs less memory than fp32.
+  // bf16 inference keeps the scores in bf16 only (probs_bf16_), so it needs less memory than fp32;
+  // so does bf16 training without attention dropout (P and dP only in bf16: probs_bf16_ and
+  // d_probs_bf16_), where attention dropout scales both in f32.
   scores_in_bf16_ = ws.inference() && probs_bf16_;
-  if (!scores_in_bf16_) probs_ = ws.reserve_cache(layer, "attn.probs", {B, H_, T, S});
   const bool dropout = spec.attention_dropout > 0 && !ws.inference();
+  const bool f32_probs = !probs_bf16_ || dropout;
+  if (f32_probs) probs_ = ws.reserve_cache(layer, "attn.probs", {B, H_, T, S});
   if (dropout) probs_dropped_ = ws.reserve_cache(layer, "attn.probs_dropped", {B, H_, T, S});
   ctx_ = ws.reserve_cache(layer, "attn.ctx", {B, T, C_});
   d_ctx_ = ws.reserve_backward("attn.d_ctx", {B, T, C_});
-  d_probs_ = ws.reserve_backward("attn.d_probs", {B, H_, T, S});
+  if (f32_probs) d_probs_ = ws.reserve_backward("attn.d_probs", {B, H_, T, S});
   d_qkv_ = ws.reserve_backward("attn.d_qkv", {B, T, q_width * C_});
   if (linformer_) d_kv_ = ws.reserve_backward("attn.d_kv", {B, K_, 2 * C_});
   if (compress_first_) {
@@ -477,8 +480,9 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   // P's rounding, the P·V operand without dropout and what the backward reads: P is not kept in f32
   // (n × n floats written and read again: a tenth of a full-attention step). With dropout the
   // rounding goes to the f32 cache, which dropout scales.
-  const TensorView<float> probs = ws_.view(probs_, e);
+  const TensorView<float> probs = probs_ ? ws_.view(probs_, e) : TensorView<float>{};  // none: P in bf16 only
   const bool dropped = pass.training && spec_.attention_dropout > 0;
+  LF_CHECK(rounds_bf16 || probs_, "attention layer {}: built for bf16 training, run with f32 matmuls", layer_);
   HeadsBf16 rounded;
   if (rounds_bf16) {
     rounded = round_heads_into_bf16_caches(e, projected_rounded);
@@ -521,10 +525,10 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   const int64_t B = g.B, T = g.T, S = linformer_ ? K_ : T;
   const Extents e{B, T};
   const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
-  const TensorView<float> probs = ws_.view(probs_, e);
+  const TensorView<float> probs = probs_ ? ws_.view(probs_, e) : TensorView<float>{};  // none: P in bf16 only
   const TensorView<float> ctx = ws_.view(ctx_, e);
   const TensorView<float> d_ctx = ws_.view(d_ctx_, e);
-  const TensorView<float> d_probs = ws_.view(d_probs_, e);
+  const TensorView<float> d_probs = d_probs_ ? ws_.view(d_probs_, e) : TensorView<float>{};
   const bool dropped = pass.training && spec_.attention_dropout > 0;
   const TensorView<float> used = dropped ? ws_.view(probs_dropped_, e) : probs;
   const auto x2 = x.reshape(Shape{B * T, C_});
