@@ -14,6 +14,8 @@
 #   inside the warmup, at a small learning rate, compares models that have barely moved.
 #   Further arguments go to both training runs (e.g. --set seed=2: one fp32/bf16 pair cannot tell
 #   bf16's effect from two trajectories landing apart as two seeds would; pairs at other seeds can).
+#   SEEDS="1 2 3" trains a pair per seed and compares the means over the pairs (where one pair
+#   lands varies by about 1.5% with the trajectory: results/2026-11-26_zen5_bf16_probs/).
 #   BF16_CHECK_DIR chooses the runs' directory (default runs/bf16_check; fp32/ and bf16/ inside);
 #   LINFORMER a binary to use instead of building build/linformer (so a check can run while the
 #   tree changes); PRECISIONS=bf16 trains only the bf16 run and compares it with the fp32 run
@@ -57,27 +59,46 @@ else
   short+=(--set train.short_seq_len=0 --set train.short_seq_updates=0)
 fi
 echo "bf16_check: $recipe, $updates updates (learning-rate warmup $warmup_updates, sequence-length" \
-  "warm-up ${short_seq_updates}), in ${PRECISIONS:-fp32 and bf16}${extra[*]+, with ${extra[*]}}, into $out" >&2
+  "warm-up ${short_seq_updates}), in ${PRECISIONS:-fp32 and bf16}${SEEDS:+ at seeds $SEEDS}${extra[*]+, with ${extra[*]}}, into $out" >&2
 # Validate 20 times and compare the mean of the last 5 (the run's last fifth): fp32 and bf16
 # arithmetic put the two runs on trajectories that drift apart and back, so a single final
 # validation compares where each happened to be (scripts/compare_valid_ppl.py --last).
 every=$((updates / 20)) last=5
 [ "$every" -ge 1 ] || { every=0; last=1; }
 precisions=${PRECISIONS:-fp32 bf16}
+# SEEDS="1 2 3": a pair per seed (in $out/seed<N>/), judged by the mean over the pairs.
+seeds=${SEEDS:-}
+for seed in $seeds; do
+  [[ "$seed" =~ ^[0-9]+$ ]] || { echo "bf16_check: SEEDS must be non-negative integers, not '$seed'" >&2; exit 1; }
+done
+pair_dirs=("$out")
+if [ -n "$seeds" ]; then
+  pair_dirs=()
+  for seed in $seeds; do pair_dirs+=("$out/seed$seed"); done
+fi
 case "$precisions" in
   "fp32 bf16") ;;
-  bf16) [ -f "$out/fp32/metrics.jsonl" ] || { echo "bf16_check: PRECISIONS=bf16 needs the fp32 run in $out/fp32" >&2; exit 1; } ;;
+  bf16)
+    for dir in "${pair_dirs[@]}"; do
+      [ -f "$dir/fp32/metrics.jsonl" ] || { echo "bf16_check: PRECISIONS=bf16 needs the fp32 run in $dir/fp32" >&2; exit 1; }
+    done ;;
   *) echo "bf16_check: PRECISIONS must be 'fp32 bf16' or 'bf16', not '$precisions'" >&2; exit 1 ;;
 esac
-for precision in $precisions; do
-  rm -rf "${out:?}/$precision"
-  "$linformer" train --recipe "$recipe" --run-dir "$out/$precision" "${short[@]}" \
-    --set train.precision="$precision" --set train.max_updates="$updates" --set train.max_tokens=0 \
-    --set train.max_minutes=0 --set validation.every="$every" --set validation.patience=0 \
-    ${extra[@]+"${extra[@]}"}
+compared=()
+for dir in "${pair_dirs[@]}"; do
+  seed_set=()
+  [ "$dir" = "$out" ] || seed_set=(--set seed="${dir##*/seed}")
+  for precision in $precisions; do
+    rm -rf "${dir:?}/$precision"
+    "$linformer" train --recipe "$recipe" --run-dir "$dir/$precision" "${short[@]}" \
+      --set train.precision="$precision" --set train.max_updates="$updates" --set train.max_tokens=0 \
+      --set train.max_minutes=0 --set validation.every="$every" --set validation.patience=0 \
+      ${seed_set[@]+"${seed_set[@]}"} ${extra[@]+"${extra[@]}"}
+  done
+  compared+=("$dir/fp32" "$dir/bf16")
 done
 
 status=0
-/usr/bin/python3 scripts/compare_valid_ppl.py "$out/fp32" "$out/bf16" --max-relative 0.01 --last "$last" || status=$?
+/usr/bin/python3 scripts/compare_valid_ppl.py "${compared[@]}" --max-relative 0.01 --last "$last" || status=$?
 [ "$has_bf16" = 1 ] || exit 2
 exit $status

@@ -59,6 +59,35 @@ class CompareValidPpl(unittest.TestCase):
             self.assertIn("has 2 validation records, fewer than the 3 to compare", r.stderr)
             self.assertEqual(compare(a, b, "--last", "0").returncode, 2)
 
+    def test_pairs_are_judged_by_their_mean(self):
+        with tempfile.TemporaryDirectory() as d:
+            # seed 1: B 1.5% below A; seed 2: B 1.2% above: the means 300.0 and 299.7, 0.10% apart
+            a1 = write_run(d, "a1", [(100, 900.0), (300, 200.0)])
+            b1 = write_run(d, "b1", [(100, 900.0), (300, 197.0)])
+            a2 = write_run(d, "a2", [(100, 900.0), (300, 400.0)])
+            b2 = write_run(d, "b2", [(100, 900.0), (300, 402.7)])
+            self.assertEqual(subprocess.run([sys.executable, SCRIPT, a1, b1], capture_output=True).returncode, 1)
+            r = subprocess.run([sys.executable, SCRIPT, a1, b1, a2, b2], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("pair 1: final validation perplexity", r.stdout)
+            self.assertIn("1.50% apart", r.stdout)
+            self.assertIn("pair 2: final validation perplexity", r.stdout)
+            self.assertIn("mean over the 2 pairs of the final validations: A 300.000, B 299.850: 0.05% apart, limit 1%",
+                          r.stdout)
+            r = subprocess.run([sys.executable, SCRIPT, a1, b1, a2, b2, "--last", "2"], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("mean over the 2 pairs of the means of the last 2 validations: A 600.000, B 599.925", r.stdout)
+            worse = write_run(d, "worse", [(100, 900.0), (300, 420.0)])  # 5% above: the means 2.83% apart
+            self.assertEqual(subprocess.run([sys.executable, SCRIPT, a1, b1, a2, worse],
+                                            capture_output=True).returncode, 1)
+            shifted = write_run(d, "shifted", [(200, 400.0)])
+            r = subprocess.run([sys.executable, SCRIPT, a1, b1, a2, shifted], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("pair 2: the runs were validated after different updates", r.stdout)
+            r = subprocess.run([sys.executable, SCRIPT, a1, b1, a2], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("give runs in pairs (RUN_A RUN_B ...), not 3 run(s)", r.stderr)
+
     def test_different_final_updates_fail(self):
         with tempfile.TemporaryDirectory() as d:
             a = write_run(d, "a", [(300, 200.0)])
