@@ -478,8 +478,8 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   // With bf16 operands the scores are a bf16 result (as in PyTorch's autocast): the bf16 path writes
   // them into the probabilities' bf16 cache, where the softmax (f32 arithmetic) overwrites them with
   // P's rounding, the P·V operand without dropout and what the backward reads: P is not kept in f32
-  // (n × n floats written and read again: a tenth of a full-attention step). With dropout the
-  // rounding goes to the f32 cache, which dropout scales.
+  // (n × n floats: the memory, not the speed, is what that saves; results/2026-11-26_zen5_bf16_probs).
+  // With dropout the rounding goes to the f32 cache, which dropout scales.
   const TensorView<float> probs = probs_ ? ws_.view(probs_, e) : TensorView<float>{};  // none: P in bf16 only
   const bool dropped = pass.training && spec_.attention_dropout > 0;
   LF_CHECK(rounds_bf16 || probs_, "attention layer {}: built for bf16 training, run with f32 matmuls", layer_);
