@@ -21,24 +21,10 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 import safetensors_io  # noqa: E402
 import torch_reference as ref  # noqa: E402
+from tiny_torch_model import TINY  # noqa: E402
 
 SCRIPT = os.path.join(ROOT, "scripts", "torch_reference.py")
 
-TINY = {
-    "layers": 2,
-    "d_model": 16,
-    "heads": 2,
-    "ffn_dim": 32,
-    "norm": "post",
-    "layer_norm_eps": 1e-5,
-    "attention": "linformer",
-    "k_per_layer": [8, 4],
-    "sharing": "headwise",
-    "projection": "linear",
-    "freeze_projection": False,
-    "seq_len": 16,
-    "vocab_size": 40,
-}
 ALL_VARIANTS = [(p, s) for p in ref.PROJECTIONS for s in ref.SHARINGS]
 
 
