@@ -2,8 +2,9 @@
 # Two builds of linformer on the same training step, side by side: `bench train` on config S
 # (n 512, d 256, 4 heads, FFN 1024, 4 layers, batch 8, k 128, dropout 0), Linformer and full
 # attention, the two binaries alternating for ROUNDS rounds (default 5), so that machine noise hits
-# both. Writes OUT/before_after.txt (one throughput line per run, then the after binary's last
-# full-attention output with its split by stage and kernel family) and OUT/machine.txt.
+# both. Writes OUT/before_after.txt (one line per run: throughput, and the softmax kernels' time
+# and share of the step; then the after binary's last full-attention output with its split by
+# stage and kernel family) and OUT/machine.txt.
 # Run it on an idle machine.
 # Usage: scripts/bench_before_after.sh BEFORE_BINARY AFTER_BINARY OUT_DIR [--set K=V ...]
 #   (PRECISION=bf16|fp32, default bf16)
@@ -28,7 +29,8 @@ trap 'rm -rf "$last"' EXIT
       for which in before after; do
         bin=$before; [ "$which" = after ] && bin=$after
         "$bin" bench train "${S[@]}" --set model.attention=$attention > "$last/$which.txt"
-        echo "round $round $attention $which: $(grep '^throughput' "$last/$which.txt")"
+        echo "round $round $attention $which: $(grep '^throughput' "$last/$which.txt")" \
+          "| softmax $(awk '$1 == "softmax" {print $3 " ms, " $4}' "$last/$which.txt")"
       done
     done
   done
