@@ -113,6 +113,48 @@ TEST(Bf16Linear, MatchesTheRoundedProductsAndBackwardReadsTheInputForwardRounded
   EXPECT_GT(differs_from_new_x, out * in / 2);
 }
 
+// A bf16-result forward into column blocks (full attention's Q, K, V, each a dense block of its
+// own): block p holds output columns [p·out/3, (p+1)·out/3) of every row, the rounding of the
+// rounded operands' product plus the bias.
+TEST(Bf16Linear, WritesItsOutputInDenseColumnBlocksWhenAskedTo) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "no avx512_bf16 on this CPU (" << dnnl_cpu_isa_name() << ")";
+  const Bf16Operands on;
+  const int64_t rows = 7, in = 12, out = 9, parts = 3, width = out / parts;
+  ParameterTable table;
+  Linear::declare(table, "fc", out, in);
+  Parameters params(testing::tiny_spec(), table);
+  params.initialize(2);
+  Rng rng(4);
+  for (int64_t o = 0; o < out; ++o) params.value("fc.bias").data()[o] = rng.normal();
+  params.values_changed();
+  Linear fc(params, "fc");
+  Workspace ws;
+  fc.reserve_bf16_operands(ws, Dim::rows(rows));
+  ws.allocate();
+  std::vector<float> x(rows * in);
+  for (auto& v : x) v = rng.normal();
+  std::vector<bf16> blocks(rows * out);
+  fc.forward(TensorView<const float>(x.data(), Shape{rows, in}), TensorView<bf16>(blocks.data(), Shape{parts, rows, width}));
+
+  auto r = [](float v) { return static_cast<double>(to_float(to_bf16(v))); };
+  for (int64_t p = 0; p < parts; ++p)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t c = 0; c < width; ++c) {
+        const int64_t o = p * width + c;
+        double ref = fc.b.data()[o], magnitude = std::abs(ref);
+        for (int64_t k = 0; k < in; ++k) {
+          ref += r(x[i * in + k]) * r(fc.w.data()[o * in + k]);
+          magnitude += std::abs(r(x[i * in + k]) * r(fc.w.data()[o * in + k]));
+        }
+        // One bf16 rounding of the f32 result: within half a bf16 unit (2^-8 relative) and the sums' error.
+        ASSERT_NEAR(to_float(blocks[(p * rows + i) * width + c]), ref, std::abs(ref) / 256 + 1e-6 * magnitude + 1e-6)
+            << "block " << p << " row " << i << " column " << c;
+      }
+  EXPECT_THROW(fc.forward(TensorView<const float>(x.data(), Shape{rows, in}),
+                          TensorView<bf16>(blocks.data(), Shape{2, rows, 4})),
+               Error);
+}
+
 class Bf16Model : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Bf16Model, WeightCopiesGiveWhatRoundingTheWeightsGivesInTrainingAndInferenceAndStayCloseToFp32) {

@@ -133,8 +133,15 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
     xc_f_ = same_compression_ ? xc_e_ : ws.reserve_cache(layer, "attn.xc_f", {B, K_, C_});
   }
   if (in_proj_.w_bf16.data() != nullptr) {  // in inference too, so the workspace plan counts them
-    qkv_bf16_ = ws.reserve_cache<bf16>(layer, "attn.qkv_bf16", {B, T, (linformer_ ? 1 : 3) * C_});
-    if (linformer_) kv_bf16_ = ws.reserve_cache<bf16>(layer, "attn.kv_bf16", {B, K_, 2 * C_});
+    // Q, K, V (K̃, Ṽ) each in a dense block of its own, not side by side in wider rows: head views
+    // of those run the attention's batched products on oneDNN's brgemm kernels, head views of a
+    // wider row on its slower gemm:jit (results/2026-11-27_zen4_bf16/).
+    if (linformer_) {
+      qkv_bf16_ = ws.reserve_cache<bf16>(layer, "attn.q_bf16", {B, T, C_});
+      kv_bf16_ = ws.reserve_cache<bf16>(layer, "attn.kv_bf16", {2, B, K_, C_});
+    } else {
+      qkv_bf16_ = ws.reserve_cache<bf16>(layer, "attn.qkv_bf16", {3, B, T, C_});
+    }
     probs_bf16_ = ws.reserve_cache<bf16>(layer, "attn.probs_bf16", {B, H_, T, S});
     d_ctx_bf16_ = ws.reserve_backward<bf16>("attn.d_ctx_bf16", {B, T, C_});
     d_probs_bf16_ = ws.reserve_backward<bf16>("attn.d_probs_bf16", {B, H_, T, S});
@@ -220,18 +227,29 @@ TensorView<const bf16> Attention::x_bf16_from_cache(const BatchGeometry& g) cons
 }
 
 Attention::HeadsBf16 Attention::bf16_heads_from_caches(const Extents& e) const {
-  const TensorView<const bf16> qkv = ws_.view(qkv_bf16_, e);  // (B, T, 3C) or (B, T, C)
-  auto part = [&](TensorView<const bf16> v, int which) { return heads(v.slice(2, which * C_, (which + 1) * C_)); };
+  const TensorView<const bf16> qkv = ws_.view(qkv_bf16_, e);  // (3, B, T, C), or Q (B, T, C)
+  auto part = [&](TensorView<const bf16> parts, int which) { return heads(parts.select(0, which)); };
   if (!linformer_) return {part(qkv, 0), part(qkv, 1), part(qkv, 2)};
-  const TensorView<const bf16> kv = ws_.view(kv_bf16_, e);  // (B, K, 2C)
+  const TensorView<const bf16> kv = ws_.view(kv_bf16_, e);  // (2, B, K, C)
   return {heads(qkv), part(kv, 0), part(kv, 1)};
 }
 
 Attention::HeadsBf16 Attention::round_heads_into_bf16_caches(const Extents& e, bool projected_rounded) const {
   const TensorView<float> qkv = ws_.view(qkv_, e);
-  // Full attention rounds Q | K | V; Linformer Q (the first C columns of its buffer) and K̃ | Ṽ.
-  if (!projected_rounded) convert_to_bf16(linformer_ ? qkv.slice(2, 0, C_) : qkv, ws_.view(qkv_bf16_, e).data());
-  if (linformer_) convert_to_bf16(ws_.view(kv_, e), ws_.view(kv_bf16_, e).data());
+  // Full attention rounds Q, K and V; Linformer Q (the first C columns of its buffer), K̃ and Ṽ; each
+  // part into its dense block (convert_to_bf16 writes a column slice densely).
+  const TensorView<bf16> qkv_bf16 = ws_.view(qkv_bf16_, e);
+  if (!projected_rounded) {
+    if (linformer_)
+      convert_to_bf16(qkv.slice(2, 0, C_), qkv_bf16.data());
+    else
+      for (int which = 0; which < 3; ++which) convert_to_bf16(qkv_part(qkv, which), qkv_bf16.select(0, which).data());
+  }
+  if (linformer_) {
+    const TensorView<bf16> kv_bf16 = ws_.view(kv_bf16_, e);
+    for (int which = 0; which < 2; ++which)
+      convert_to_bf16(kv_part(ws_.view(kv_, e), which), kv_bf16.select(0, which).data());
+  }
   return bf16_heads_from_caches(e);
 }
 
@@ -410,10 +428,11 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   if (!linformer_) {
     const TensorView<float> qkv = ws_.view(qkv_, e);  // (B, T, 3C)
     projected_rounded = x_rounded || (runs_bf16() && in_proj_.keeps_bf16_caches() && x2.is_contiguous());
+    const auto qkv_bf16 = [&] { return ws_.view(qkv_bf16_, e).reshape(Shape{3, B * T, C_}); };  // Q, K, V blocks
     if (x_rounded)
-      in_proj_.forward_rounded(ws_.view(qkv_bf16_, e).reshape(Shape{B * T, 3 * C_}));
+      in_proj_.forward_rounded(qkv_bf16());
     else if (projected_rounded)
-      in_proj_.forward(x2, ws_.view(qkv_bf16_, e).reshape(Shape{B * T, 3 * C_}));
+      in_proj_.forward(x2, qkv_bf16());
     else
       in_proj_.forward(x2, qkv.reshape(Shape{B * T, 3 * C_}));
     queries = heads(qkv_part(qkv, 0));

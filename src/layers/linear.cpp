@@ -43,9 +43,20 @@ void Linear::forward_rounded(TensorView<float> y, bool with_bias) const {
 }
 
 void Linear::forward_rounded(TensorView<bf16> y_bf16) const {
-  const TensorView<const bf16> x_bf16 = input_bf16(y_bf16.size(0));  // (rows, in), written by the caller
+  const int64_t rows = y_bf16.size(y_bf16.rank() - 2);
+  const TensorView<const bf16> x_bf16 = input_bf16(rows);  // (rows, in), written by the caller
   LF_CHECK(x_bf16.data() != nullptr, "{}: forward from a bf16 input without bf16 caches", name_);
-  matmul(x_bf16, w_bf16.transpose(0, 1), y_bf16, b.data());
+  if (y_bf16.rank() == 2) {
+    matmul(x_bf16, w_bf16.transpose(0, 1), y_bf16, b.data());
+    return;
+  }
+  // (parts, rows, out / parts): one product per block of output columns, each into its own block.
+  const int64_t parts = y_bf16.size(0), width = y_bf16.size(2);
+  LF_CHECK(y_bf16.rank() == 3 && parts * width == out(), "{}: output blocks {} for {} outputs", name_,
+           y_bf16.shape().str(), out());
+  for (int64_t p = 0; p < parts; ++p)
+    matmul(x_bf16, w_bf16.slice(0, p * width, (p + 1) * width).transpose(0, 1), y_bf16.select(0, p),
+           b.data() + p * width);
 }
 
 void Linear::backward_rounded(TensorView<const float> dy, TensorView<float> dx, Accumulate dx_mode,

@@ -130,8 +130,8 @@ class Attention {
   Buffer<float> d_ctx_, d_probs_, d_qkv_, d_kv_, d_xc_e_, d_xc_f_;
   // The bf16 path (parameters with bf16 copies): what the four attention products read twice,
   // rounded once (in inference, where they are read once, they keep the rounded operands in the
-  // workspace and its plan, not in the matmul's scratch). Caches: Q | K | V (B,T,3C) for full attention, else Q (B,T,C) and
-  // K̃ | Ṽ (B,K,2C); the used probabilities (B,H,T,S). Backward scratch: d_ctx (B,T,C),
+  // workspace and its plan, not in the matmul's scratch). Caches: Q, K, V (3,B,T,C) for full attention, else Q (B,T,C) and
+  // K̃, Ṽ (2,B,K,C), each part dense; the used probabilities (B,H,T,S). Backward scratch: d_ctx (B,T,C),
   // d_probs (B,H,T,S).
   Buffer<bf16> qkv_bf16_, kv_bf16_, probs_bf16_, d_ctx_bf16_, d_probs_bf16_;
   Buffer<bf16> x_bf16_;  // cache (B,T,C): see caches_x_bf16; d_ctx_bf16_ then also holds dQ's rounding

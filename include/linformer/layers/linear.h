@@ -36,7 +36,8 @@ struct Linear {
   // x (rows, in) -> y (rows, out). Overwrites y. With `with_bias` false the bias is left out.
   void forward(TensorView<const float> x, TensorView<float> y, bool with_bias = true) const;
   // The same with y written only rounded, for a y that feeds only bf16 products: x (contiguous)
-  // goes through the bf16 caches, which this Linear must keep (keeps_bf16_caches()).
+  // goes through the bf16 caches, which this Linear must keep (keeps_bf16_caches()). y_bf16 as
+  // forward_rounded takes it.
   void forward(TensorView<const float> x, TensorView<bf16> y_bf16) const;
 
   // In the forward pass: y = x Wᵀ + b. So dx = dy W (overwrites dx, skipped when dx is
@@ -52,7 +53,9 @@ struct Linear {
   bool keeps_bf16_caches() const { return static_cast<bool>(x_bf16_); }
   TensorView<bf16> input_bf16(int64_t rows) const;
   void forward_rounded(TensorView<float> y, bool with_bias = true) const;
-  // The same with y written only rounded (a bf16-result matmul, bias included).
+  // The same with y written only rounded (a bf16-result matmul, bias included). y_bf16 is
+  // (rows, out), or (parts, rows, out / parts): the output's column blocks each in a dense block
+  // of its own (full attention's Q, K, V), one product per block.
   void forward_rounded(TensorView<bf16> y_bf16) const;
   TensorView<bf16> output_gradient_bf16(int64_t rows) const;
   void backward_rounded(TensorView<const float> dy, TensorView<float> dx, Accumulate dx_mode = Accumulate::overwrite,
