@@ -1,5 +1,6 @@
 // The linformer binary as a user meets it: help, version, recipes, exit codes.
 
+#include "linformer/core/openmp_wait.h"
 #include "test_util.h"
 
 #include <gmock/gmock.h>
@@ -45,7 +46,8 @@ TEST(Cli, OpenmpSpinningIsBoundedUnlessTheUserChoseAPolicy) {
   };
   const auto by_default = version("");
   ASSERT_EQ(by_default.exit_code, 0) << by_default.output;
-  EXPECT_THAT(by_default.output, HasSubstr("OpenMP waiting: GOMP_SPINCOUNT=10000 (the program's default"));
+  EXPECT_THAT(by_default.output, HasSubstr("OpenMP waiting: GOMP_SPINCOUNT=" + std::to_string(kOpenmpSpinCount) +
+                                           " (the program's default"));
   const auto spin = version("GOMP_SPINCOUNT=123");
   EXPECT_THAT(spin.output, HasSubstr("OpenMP waiting: GOMP_SPINCOUNT=123 (set by the environment)"));
   const auto passive = version("OMP_WAIT_POLICY=passive");
