@@ -56,6 +56,38 @@ TEST(Cli, OpenmpSpinningIsBoundedUnlessTheUserChoseAPolicy) {
   EXPECT_EQ(testing::run_command("env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT " + binary + " frobnicate").exit_code, 2);
 }
 
+// Beside a busy process no spin count serves every model, so a computing command that starts on
+// busy CPUs waits passively; on idle ones it spins (briefly), and commands that compute nothing
+// never look.
+TEST(Cli, ComputingCommandsStartedOnBusyCpusWaitPassively) {
+  const std::string bench = std::string("cd '") + LINFORMER_SOURCE_DIR + "' && env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT taskset -c 0 '" +
+                            LINFORMER_BINARY + "' bench train --recipe recipes/ci/tiny.toml --warmup 0 --steps 1";
+  // One CPU for both: `yes` keeps it busy.
+  const auto beside = testing::run_command("yes > /dev/null & busy=$!; taskset -cp 0 $busy > /dev/null; sleep 0.3; " + bench +
+                                           "; status=$?; kill $busy; exit $status");
+  ASSERT_EQ(beside.exit_code, 0) << beside.output;
+  EXPECT_THAT(beside.output, HasSubstr("OpenMP waiting: OMP_WAIT_POLICY=passive (the program's choice: other processes"));
+  const auto alone = testing::run_command(bench);
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  EXPECT_THAT(alone.output, HasSubstr("OpenMP waiting: GOMP_SPINCOUNT=" + std::to_string(kOpenmpSpinCount) +
+                                      " (the program's default"));
+}
+
+// /proc/stat's per-CPU lines: busy jiffies (all but idle and iowait) over all jiffies, per CPU
+// asked for, summed; the aggregate "cpu" line, other CPUs and other lines are ignored.
+TEST(Cli, BusyCpusAreReadFromTwoReadingsOfProcStat) {
+  const std::string before =
+      "cpu  100 0 100 800 0 0 0 0 0 0\ncpu0 50 0 50 400 0 0 0 0 0 0\ncpu1 50 0 50 400 0 0 0 0 0 0\nintr 5 6\n";
+  // cpu0: 100 more jiffies, all user (busy); cpu1: 10 system, 80 idle, 10 iowait.
+  const std::string after =
+      "cpu  210 0 110 880 10 0 0 0 0 0\ncpu0 150 0 50 400 0 0 0 0 0 0\ncpu1 50 0 60 480 10 0 0 0 0 0\nintr 9 9\n";
+  EXPECT_DOUBLE_EQ(busy_cpus_between(before, after, {0, 1}), 1.1);
+  EXPECT_DOUBLE_EQ(busy_cpus_between(before, after, {1}), 0.1);
+  EXPECT_DOUBLE_EQ(busy_cpus_between(before, after, {0, 7}), 1.0);  // no cpu7: idle
+  EXPECT_DOUBLE_EQ(busy_cpus_between(before, before, {0, 1}), 0.0);
+  EXPECT_DOUBLE_EQ(busy_cpus_between("", after, {0, 1}), 0.0);
+}
+
 TEST(Cli, UsageErrorsExitWithTwo) {
   EXPECT_EQ(run_linformer("").exit_code, 2);
   EXPECT_EQ(run_linformer("frobnicate").exit_code, 2);

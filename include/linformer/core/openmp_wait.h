@@ -15,13 +15,31 @@
 // environment before the program starts: bound_openmp_spinning() puts it there and re-executes
 // the program once, unless the user chose a policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT set).
 
+#include <string>
+#include <vector>
+
 namespace linformer {
 
 inline constexpr long kOpenmpSpinCount = 5000;
 
+// Another process busy on this process's CPUs when a long job starts: no spin count then serves
+// every model (the default recipe's training run kept 30% of its idle throughput at 5,000, the
+// tiny model fell to 7-26% below it), while passive waiting kept 54% and 38-50%; idle, passive
+// costs 28% on the default recipe and 6× on tiny models. So commands that compute (train,
+// finetune, bench, eval, classify, fill-mask) look at the CPUs for kBusySampleMs first and wait
+// passively when others keep at least kBusyCpus of them busy (results/2026-11-27_zen4_shared_cpu/).
+inline constexpr int kBusySampleMs = 100;
+inline constexpr double kBusyCpus = 0.5;
+
+// CPUs' worth of time the given CPUs spent busy between two readings of /proc/stat (the text of
+// the file): Σ over those CPUs of (non-idle jiffies) / (all jiffies) in the interval. Lines of
+// other CPUs are ignored; a CPU missing from either reading counts as idle.
+double busy_cpus_between(const std::string& stat_before, const std::string& stat_after, const std::vector<int>& cpus);
+
 // Call first thing in main(). Returns normally when the environment already holds a policy; else
-// re-executes /proc/self/exe with GOMP_SPINCOUNT set (and returns if that fails: the program then
-// runs with the runtime's default).
+// re-executes /proc/self/exe with GOMP_SPINCOUNT set, or OMP_WAIT_POLICY=passive for a computing
+// command started beside a busy process (and returns if that fails: the program then runs with
+// the runtime's default).
 void bound_openmp_spinning(char** argv);
 
 // One line for --version and the run log: the wait policy in effect and who chose it.
