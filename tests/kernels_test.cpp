@@ -445,5 +445,29 @@ TEST(Reduce, ColumnSumsGatherScatter) {
   EXPECT_EQ(acc, (std::vector<float>{0, 0, 0, 0, 4, 4}));
 }
 
+// A sum over threads is each thread's static share summed on its own, then the shares' sums in
+// thread order: the same bits every time, whichever thread finishes first (an OpenMP
+// reduction(+) adds them as they finish, and over terms of mixed sign and size the order shows).
+TEST(Reduce, SumInThreadOrderAddsTheThreadsSharesInThreadOrderEveryTime) {
+  Rng rng(11);
+  std::vector<double> terms(4099);  // not a multiple of any team size below
+  for (double& t : terms) t = (rng.uniform() - 0.5) * std::pow(10.0, 16.0 * rng.uniform() - 8.0);
+  const int saved = omp_get_max_threads();
+  for (const int threads : {1, 2, 3, 4}) {
+    const int64_t n = static_cast<int64_t>(terms.size());
+    omp_set_num_threads(1);
+    double expected = 0;
+    for (int64_t t = 0; t < threads; ++t) {  // thread t's share, summed alone, as that thread sums it
+      const int64_t begin = n * t / threads, end = n * (t + 1) / threads;
+      expected += sum_in_thread_order(end - begin, [&](int64_t i) { return terms[static_cast<size_t>(begin + i)]; });
+    }
+    omp_set_num_threads(threads);
+    for (int repeat = 0; repeat < 50; ++repeat)
+      ASSERT_EQ(sum_in_thread_order(n, [&](int64_t i) { return terms[static_cast<size_t>(i)]; }), expected)
+          << threads << " threads, repeat " << repeat;
+  }
+  omp_set_num_threads(saved);
+}
+
 }  // namespace
 }  // namespace linformer

@@ -5,6 +5,8 @@
 #include "linformer/kernels/kernel_timing.h"
 #include "linformer/kernels/reduce.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -20,13 +22,15 @@ namespace {
 CrossEntropyResult cross_entropy_rows(float* logits, const int32_t* targets, int64_t rows, int64_t V, float grad_scale,
                                       bf16* grad_bf16, float* column_sums) {
   const KernelTimer timer(KernelKind::cross_entropy);
-  double loss = 0;
   int64_t correct = 0;
   bool bad_target = false;
   const ColumnSums sums(grad_bf16 ? V : 0);  // bf16 path: the gradient's column sums
-#pragma omp parallel reduction(+ : loss, correct) reduction(|| : bad_target)
+  // The threads' losses added in thread order, not as they finish (see sum_in_thread_order).
+  std::vector<double> thread_loss(static_cast<size_t>(omp_get_max_threads()), 0.0);  // [threads]
+#pragma omp parallel reduction(+ : correct) reduction(|| : bad_target)
   {
     double* acc = sums.for_this_thread();
+    double& loss = thread_loss[static_cast<size_t>(omp_get_thread_num())];
     std::vector<float> row(grad_bf16 ? static_cast<size_t>(V) : 0);  // (V) bf16 path: a gradient row in f32
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
@@ -67,6 +71,8 @@ CrossEntropyResult cross_entropy_rows(float* logits, const int32_t* targets, int
   }
   LF_CHECK(!bad_target, "a target id is outside the vocabulary [0, {})", V);
   if (grad_bf16 && grad_scale != 0.0f) sums.add_into(column_sums);
+  double loss = 0;
+  for (const double l : thread_loss) loss += l;
   return {loss, correct};
 }
 

@@ -390,15 +390,14 @@ void Attention::compress_backward(const BatchGeometry& g, const Projection& p, T
         const int64_t filters = per_head ? H_ : 1;
         for (int64_t f = 0; f < filters; ++f)
           for (int64_t r = 0; r < s; ++r) {
-            double sum = 0;
             const int64_t c0 = per_head ? f * D_ : 0, c1 = per_head ? c0 + D_ : C_;
-#pragma omp parallel for collapse(2) reduction(+ : sum) schedule(static)
-            for (int64_t b = 0; b < B; ++b)
-              for (int64_t j = 0; j < K; ++j) {
-                const int64_t t = j * s + r;
-                if (t >= T) continue;
-                for (int64_t c = c0; c < c1; ++c) sum += static_cast<double>(d_out(b, j, c)) * part(b, t, c);
-              }
+            const double sum = sum_in_thread_order(B * K, [&](int64_t bj) {
+              const int64_t b = bj / K, j = bj % K, t = j * s + r;
+              double window = 0;
+              if (t < T)
+                for (int64_t c = c0; c < c1; ++c) window += static_cast<double>(d_out(b, j, c)) * part(b, t, c);
+              return window;
+            });
             p.grad.data()[f * s + r] += static_cast<float>(sum);
           }
       }

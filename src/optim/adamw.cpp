@@ -1,5 +1,7 @@
 #include "linformer/optim/adamw.h"
 
+#include "linformer/kernels/reduce.h"
+
 #include <cmath>
 
 namespace linformer {
@@ -68,9 +70,7 @@ double gradient_norm(const Parameters& params) {
   for (const auto& p : params.table()) {
     if (!p.trainable) continue;
     const float* g = params.grad(p.name).data();
-    const int64_t n = p.shape.numel();
-#pragma omp parallel for simd reduction(+ : sum) schedule(static)
-    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(g[i]) * g[i];
+    sum += sum_in_thread_order(p.shape.numel(), [g](int64_t i) { return static_cast<double>(g[i]) * g[i]; });
   }
   return std::sqrt(sum);
 }

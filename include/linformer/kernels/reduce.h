@@ -1,7 +1,11 @@
 #pragma once
 // Small reductions and gathers used around the matmuls.
 
+#include <omp.h>
+
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace linformer {
 
@@ -37,6 +41,28 @@ void for_rows_adding_column_sums(int64_t rows, int64_t cols, float* out, Row row
     for (int64_t r = 0; r < rows; ++r) row(r, acc);
   }
   sums.add_into(out);
+}
+
+// Σ term(i) for i < n, in double, over the OpenMP threads: each thread sums its static share of
+// the indices (vectorised), then the threads' sums are added in thread order, so the result
+// depends on the thread count, never on timing. (An OpenMP reduction(+) adds the threads' sums
+// in the order they finish: with a running total or more than two threads the last bits then
+// vary from run to run, and a resumed run did not repeat an uninterrupted one.)
+template <class Term>
+double sum_in_thread_order(int64_t n, Term term) {
+  std::vector<double> partial(static_cast<size_t>(omp_get_max_threads()), 0.0);  // [threads]
+#pragma omp parallel
+  {
+    const int64_t t = omp_get_thread_num(), threads = omp_get_num_threads();
+    const int64_t begin = n * t / threads, end = n * (t + 1) / threads;
+    double sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = begin; i < end; ++i) sum += term(i);
+    partial[static_cast<size_t>(t)] = sum;
+  }
+  double total = 0;
+  for (const double p : partial) total += p;
+  return total;
 }
 
 // y[i] += x[i] for i < n. Accumulates.
