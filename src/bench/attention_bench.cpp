@@ -5,6 +5,7 @@
 #include "linformer/core/check.h"
 #include "linformer/core/clock.h"
 #include "linformer/core/rng.h"
+#include "linformer/core/thread_placement.h"
 #include "linformer/kernels/matmul.h"
 #include "linformer/model/mlm_model.h"
 
@@ -166,7 +167,7 @@ AttentionBenchResult bench_attention(const config::Recipe& recipe, const Attenti
                                      const std::function<void(const AttentionCell&)>& report) {
   LF_CHECK(!o.lengths.empty() && !o.ks.empty(), "bench attention needs at least one n and one k");
   LF_CHECK(o.repeats >= 1 && o.max_timed_batch >= 1 && o.time_limit_s > 0, "bench attention: bad repeats/batch/time limit");
-  if (recipe.threads > 0) omp_set_num_threads(recipe.threads);
+  const OpenmpTeam openmp_team(recipe.threads);  // pinned until the command returns
   const ModelSpec base = ModelSpec::from_recipe(recipe);
   AttentionBenchResult r;
   r.threads = omp_get_max_threads();

@@ -3,6 +3,7 @@
 #include "linformer/bench/synthetic_batch.h"
 #include "linformer/core/check.h"
 #include "linformer/core/rng.h"
+#include "linformer/core/thread_placement.h"
 #include "linformer/kernels/context.h"
 #include "linformer/kernels/kernel_timing.h"
 #include "linformer/kernels/matmul.h"
@@ -28,13 +29,15 @@ namespace linformer {
 
 namespace {
 // A child process that spins on the CPU until destroyed: the "other busy process" of a shared
-// machine. It inherits this process's CPU affinity, so it competes for the same cores.
+// machine. It runs on every CPU this process may use (not just the pinned main thread's), so it
+// competes for the same cores as an unrelated process would.
 class BusyProcess {
  public:
   BusyProcess() : pid_(fork()) {
     LF_CHECK(pid_ >= 0, "bench train: cannot start a busy process beside the benchmark (fork failed)");
     if (pid_ == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the benchmark
+      unpin_this_thread();
       for (int fd = 0; fd < 3; ++fd) close(fd);  // nor hold its output open
       for (volatile uint64_t spin = 0;; ++spin) {
       }
@@ -88,7 +91,7 @@ double measure_matmul_peak_gflops(MatmulOperands operands) {
 
 TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int timed_steps, bool beside_busy_process) {
   const ModelSpec spec = ModelSpec::from_recipe(recipe);
-  if (recipe.threads > 0) omp_set_num_threads(recipe.threads);
+  const OpenmpTeam openmp_team(recipe.threads);  // pinned until the command returns
   const MatmulPrecision precision = select_matmul_precision(recipe.train.precision == config::Precision::bf16);
   const int64_t B = recipe.train.batch_size, T = spec.seq_len;
   // A synthetic batch: full rows, ordinary ids, masking.probability of the positions masked.
@@ -155,6 +158,7 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
   r.seq_len = T;
   r.masked = M;
   r.threads = omp_get_max_threads();
+  r.thread_placement = openmp_thread_placement();
   r.steps = timed_steps;
   r.median_s = seconds[seconds.size() / 2];
   r.min_s = seconds.front();
@@ -190,6 +194,7 @@ std::string to_json(const TrainBenchResult& r, const ModelSpec& spec) {
                       {"seq_len", r.seq_len},
                       {"masked", r.masked},
                       {"threads", r.threads},
+                      {"thread_placement", r.thread_placement},
                       {"timed_steps", r.steps},
                       {"step_seconds", {{"median", r.median_s}, {"min", r.min_s}, {"max", r.max_s}}},
                       {"tokens_per_second", r.tokens_per_s},

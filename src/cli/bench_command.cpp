@@ -63,7 +63,7 @@ void add_bench_command(CLI::App& app) {
         "  (matmul FLOPs: {:.2f} GFLOP forward per step, x3 per training step, {:.1f} MFLOP per token)\n"
         "matmul peak probe (best of 5 large shapes): fp32 {:.1f} GFLOP/s, bf16 {}\n"
         "precision: {} (oneDNN ISA here: {}; matmul kernels: {})\n"
-        "OpenMP waiting: {}\n{}"
+        "OpenMP waiting: {}\nOpenMP threads: {}\n{}"
         "memory: parameters {:.1f} MB, activations {:.1f} MB, peak RSS {:.1f} MB\n\n"
         "{:<18} {:>12} {:>12} {:>8}\n",
         recipe.name, config::enum_name(spec.attention), spec.layers, spec.d_model, spec.heads, spec.ffn_dim,
@@ -77,7 +77,7 @@ void add_bench_command(CLI::App& app) {
         r.bf16_peak_gflops > 0
             ? fmt::format("{:.1f} GFLOP/s", r.bf16_peak_gflops)
             : fmt::format("not available (needs avx512_bf16; oneDNN ISA here: {})", dnnl_cpu_isa_name()),
-        r.precision_note, dnnl_cpu_isa_name(), implementations, openmp_wait_policy_description(),
+        r.precision_note, dnnl_cpu_isa_name(), implementations, openmp_wait_policy_description(), r.thread_placement,
         r.shared_tokens_per_s > 0
             ? fmt::format("shared CPU: {:.0f} tokens/s beside one CPU-bound process = {:.0f}% of the idle median "
                           "(a fair share: {:.0f}%, the neighbour taking one core of {} or half of one)\n",

@@ -1,5 +1,6 @@
 #include "linformer/core/background_sum.h"
 
+#include "linformer/core/thread_placement.h"
 #include "linformer/core/world.h"
 
 #include <chrono>
@@ -34,6 +35,7 @@ double BackgroundSum::wait() {
 }
 
 void BackgroundSum::run() {
+  unpin_this_thread();  // started by a pinned main thread: not on that thread's CPU alone
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     changed_.wait(lock, [this] { return stop_ || !queue_.empty(); });

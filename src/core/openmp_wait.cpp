@@ -1,5 +1,6 @@
 #include "linformer/core/openmp_wait.h"
 
+#include <omp.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -61,6 +62,24 @@ bool computes(char** argv) {
 
 // Whether other processes keep at least kBusyCpus of the CPUs this process may use busy, over
 // kBusySampleMs (this process sleeps meanwhile, so the busy time is theirs).
+// With OMP_PROC_BIND or OMP_PLACES set, the OpenMP runtime pinned this process's main thread to
+// the first place when it loaded, and a re-executed program would inherit that one place: the
+// re-execution gets back every CPU of every place (the runtime of the new process then pins as
+// the user asked).
+void unpin_for_reexecution() {
+  const int places = omp_get_num_places();
+  if (places <= 0) return;
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (int place = 0; place < places; ++place) {
+    std::vector<int> ids(static_cast<size_t>(omp_get_place_num_procs(place)));
+    omp_get_place_proc_ids(place, ids.data());
+    for (const int cpu : ids)
+      if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &all);
+  }
+  if (CPU_COUNT(&all) > 0) sched_setaffinity(0, sizeof all, &all);
+}
+
 bool cpus_busy_now() {
   cpu_set_t mask;
   if (sched_getaffinity(0, sizeof mask, &mask) != 0) return false;
@@ -95,6 +114,7 @@ void bound_openmp_spinning(char** argv) {
     return;
   }
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  unpin_for_reexecution();  // first: cpus_busy_now() reads the affinity
   if (computes(argv) && cpus_busy_now()) {
     setenv("OMP_WAIT_POLICY", "passive", 1);
     setenv(kChosenByProgram, kChoseBusy, 1);

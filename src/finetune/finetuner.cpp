@@ -5,6 +5,7 @@
 #include "linformer/core/file_lock.h"
 #include "linformer/core/fs.h"
 #include "linformer/core/signals.h"
+#include "linformer/core/thread_placement.h"
 #include "linformer/data/labelled.h"
 #include "linformer/finetune/classification_eval.h"
 #include "linformer/model/classifier_model.h"
@@ -20,7 +21,6 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <omp.h>
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -331,7 +331,7 @@ FinetuneSummary run_finetuning(const FinetuneOptions& options) {
   install_stop_handlers();
   const config::Recipe recipe = load_finetune_recipe(options);
   const std::string run_dir = options.run_dir.empty() ? (fs::path("runs") / recipe.name).string() : options.run_dir;
-  if (recipe.threads > 0) omp_set_num_threads(recipe.threads);
+  const OpenmpTeam openmp_team(recipe.threads);  // pinned until the command returns
   create_directories_or_fail(run_dir);
   const FileLock lock(checkpoint_file(run_dir, "run.lock"), fmt::format("run directory '{}'", run_dir));
   TrainOptions plan_options;

@@ -3,10 +3,10 @@
 #include "linformer/core/fs.h"
 #include "linformer/core/logging.h"
 #include "linformer/core/openmp_wait.h"
+#include "linformer/core/thread_placement.h"
 #include "linformer/kernels/context.h"
 
 #include <fmt/format.h>
-#include <omp.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -25,7 +25,7 @@ void start_run_directory(const std::string& run_dir, const config::Recipe& recip
   for (const auto& name : remove_stale_temporaries(run_dir))
     spdlog::info("removed {}/{}: a file that an earlier process did not finish writing", run_dir, name);
   write_file_atomic((fs::path(run_dir) / "recipe.toml").string(), resolved);
-  spdlog::info("run directory {} (resolved recipe in recipe.toml), {} threads", run_dir, omp_get_max_threads());
+  spdlog::info("run directory {} (resolved recipe in recipe.toml), {}", run_dir, openmp_thread_placement());
   spdlog::info("OpenMP waiting: {}", openmp_wait_policy_description());
   const bool want_bf16 = recipe.train.precision == config::Precision::bf16;
   const MatmulPrecision precision = select_matmul_precision(want_bf16);

@@ -5,6 +5,7 @@
 #include "linformer/core/fs.h"
 #include "linformer/core/logging.h"
 #include "linformer/core/signals.h"
+#include "linformer/core/thread_placement.h"
 #include "linformer/core/world.h"
 #include "linformer/kernels/context.h"
 #include "linformer/model/batch_adapter.h"
@@ -21,7 +22,6 @@
 #include "linformer/train/validator.h"
 
 #include <fmt/format.h>
-#include <omp.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -228,7 +228,7 @@ TrainSummary run_training(const TrainOptions& options) {
   const config::Recipe recipe = config::load_recipe(options.recipe_path, options.overrides);
   const std::string resolved = config::dump_recipe(recipe);
   const std::string run_dir = options.run_dir.empty() ? default_run_dir(recipe) : options.run_dir;
-  if (recipe.threads > 0) omp_set_num_threads(recipe.threads);
+  const OpenmpTeam openmp_team(recipe.threads);  // pinned until the command returns
   // Data parallel: rank 0 alone locks and writes the run directory; the others read it.
   std::optional<FileLock> lock;
   if (World::is_root()) {

@@ -35,6 +35,7 @@ struct KernelTime {
 
 struct TrainBenchResult {
   int64_t batch = 0, seq_len = 0, masked = 0, threads = 0, steps = 0;
+  std::string thread_placement;               // openmp_thread_placement()
   double median_s = 0, min_s = 0, max_s = 0;  // forward + backward + optimizer
   double optimizer_ms = 0;                    // mean AdamW step
   std::vector<StageTime> stages;              // forward and backward per model stage

@@ -421,7 +421,10 @@ struct Recipe {
     v("seed", seed, int64_t{1},
       "Seed of training's random streams (initial weights, dropout, masking, data order) and, unless data.seed "
       "says otherwise, of the prepared data and validation's masks.");
-    v("threads", threads, 0, "OpenMP threads (0: all cores).", at_least(0));
+    v("threads", threads, 0,
+      "OpenMP threads (0: one per CPU this process may use; then each is pinned to its CPU while the command runs, "
+      "unless OMP_PROC_BIND is set or threads wait passively).",
+      at_least(0));
     v.section("data", "Corpus, tokenizer, blocks and splits.", data);
     v.section("model", "Encoder shape and attention.", model);
     v.section("masking", "Masked-LM corruption (dynamic: new masks every epoch).", masking);
