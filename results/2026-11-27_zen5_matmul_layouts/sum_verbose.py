@@ -13,7 +13,8 @@ for k, v in sorted(t.items(), key=lambda kv: -kv[1]):
     a, b = k[1].split(":")[:2]
     ad = [int(x) for x in a.split("x")]; bd = [int(x) for x in b.split("x")]
     import math
-    batch = math.prod(ad[:-2]) if len(ad) > 2 else 1
+    # the batch of the result: an operand with batch extent 1 broadcasts over the other's
+    batch = math.prod(max(x, y) for x, y in zip(ad[:-2], bd[:-2])) if len(ad) > 2 else 1
     fl = 2 * batch * ad[-2] * ad[-1] * bd[-1]
     print(f"{v/steps:8.2f} ms/step {100*v/tot:5.1f}% {c[k]//steps:3d}x {fl*c[k]/v/1e6:7.1f} GFLOP/s  {k[0]:28s} {k[1]:28s} {k[2]}")
 print(f"total {tot/steps:.1f} ms/step")

@@ -1,6 +1,7 @@
 #include "linformer/core/openmp_wait.h"
 
-#include <omp.h>
+#include "linformer/core/thread_placement.h"
+
 #include <sched.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -62,24 +63,6 @@ bool computes(char** argv) {
 
 // Whether other processes keep at least kBusyCpus of the CPUs this process may use busy, over
 // kBusySampleMs (this process sleeps meanwhile, so the busy time is theirs).
-// With OMP_PROC_BIND or OMP_PLACES set, the OpenMP runtime pinned this process's main thread to
-// the first place when it loaded, and a re-executed program would inherit that one place: the
-// re-execution gets back every CPU of every place (the runtime of the new process then pins as
-// the user asked).
-void unpin_for_reexecution() {
-  const int places = omp_get_num_places();
-  if (places <= 0) return;
-  cpu_set_t all;
-  CPU_ZERO(&all);
-  for (int place = 0; place < places; ++place) {
-    std::vector<int> ids(static_cast<size_t>(omp_get_place_num_procs(place)));
-    omp_get_place_proc_ids(place, ids.data());
-    for (const int cpu : ids)
-      if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &all);
-  }
-  if (CPU_COUNT(&all) > 0) sched_setaffinity(0, sizeof all, &all);
-}
-
 bool cpus_busy_now() {
   cpu_set_t mask;
   if (sched_getaffinity(0, sizeof mask, &mask) != 0) return false;
@@ -114,7 +97,10 @@ void bound_openmp_spinning(char** argv) {
     return;
   }
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
-  unpin_for_reexecution();  // first: cpus_busy_now() reads the affinity
+  // With OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY set, the OpenMP runtime pinned the main
+  // thread to the first place when it loaded, and the re-executed program would inherit that one
+  // CPU (and run one thread): the user's placement runs with the runtime's own waiting.
+  if (environment_places_openmp_threads()) return;
   if (computes(argv) && cpus_busy_now()) {
     setenv("OMP_WAIT_POLICY", "passive", 1);
     setenv(kChosenByProgram, kChoseBusy, 1);
@@ -145,6 +131,9 @@ const char* openmp_wait_policy_description() {
     if (policy != nullptr) chosen += "OMP_WAIT_POLICY=" + std::string(policy);
     if (spin != nullptr) chosen += (chosen.empty() ? "" : ", ") + std::string("GOMP_SPINCOUNT=") + spin;
     if (!chosen.empty()) return chosen + " (set by the environment)";
+    if (environment_places_openmp_threads())
+      return std::string("the OpenMP runtime's default (OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY set: the "
+                         "program leaves OpenMP to the environment)");
     return std::string("the OpenMP runtime's default (neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT set)");
   }();
   return text.c_str();

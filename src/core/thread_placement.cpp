@@ -28,12 +28,6 @@ const ProcessCpus& process_cpu_state() {
   return state;
 }
 
-bool environment_places_threads() {
-  for (const char* name : {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"})
-    if (std::getenv(name) != nullptr) return true;
-  return false;
-}
-
 // Passive waiting: a thread sleeps at every barrier, and the busy neighbour moves to its CPU
 // meanwhile; pinned, the woken thread must wait for that CPU while the other one may be free. The
 // default recipe's run started beside a busy process (where the program waits passively) took
@@ -77,6 +71,12 @@ void place_team(int team, bool pin) {
 
 const std::vector<int>& process_cpus() { return process_cpu_state().list; }
 
+bool environment_places_openmp_threads() {
+  for (const char* name : {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
+
 void unpin_this_thread() {
   const ProcessCpus& s = process_cpu_state();
   if (!s.list.empty()) sched_setaffinity(0, sizeof s.mask, &s.mask);
@@ -88,7 +88,7 @@ OpenmpTeam::OpenmpTeam(int threads) {
   const int team = omp_get_max_threads();
   const std::lock_guard<std::mutex> lock(placement_mutex);
   if (open_scopes++ > 0) return;  // inside another command's scope: that one placed the threads
-  const bool by_environment = environment_places_threads();
+  const bool by_environment = environment_places_openmp_threads();
   const bool passive = waits_passively();
   const bool pin = !by_environment && !passive && team >= 2 && static_cast<size_t>(team) == cpus.size();
   if (pin) {

@@ -13,7 +13,9 @@
 //
 // The runtime reads its environment once, when it is loaded, so the bound must be in the
 // environment before the program starts: bound_openmp_spinning() puts it there and re-executes
-// the program once, unless the user chose a policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT set).
+// the program once, unless the user chose a policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT set) or
+// places the threads (OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY set: the runtime pinned the
+// main thread to its first place when it loaded, and a re-executed program would inherit it).
 
 #include <string>
 #include <vector>
@@ -36,10 +38,10 @@ inline constexpr double kBusyCpus = 0.5;
 // other CPUs are ignored; a CPU missing from either reading counts as idle.
 double busy_cpus_between(const std::string& stat_before, const std::string& stat_after, const std::vector<int>& cpus);
 
-// Call first thing in main(). Returns normally when the environment already holds a policy; else
-// re-executes /proc/self/exe with GOMP_SPINCOUNT set, or OMP_WAIT_POLICY=passive for a computing
-// command started beside a busy process (and returns if that fails: the program then runs with
-// the runtime's default).
+// Call first thing in main(). Returns normally when the environment already holds a policy or a
+// placement; else re-executes /proc/self/exe with GOMP_SPINCOUNT set, or OMP_WAIT_POLICY=passive
+// for a computing command started beside a busy process (and returns if that fails: the program
+// then runs with the runtime's default).
 void bound_openmp_spinning(char** argv);
 
 // One line for --version and the run log: the wait policy in effect and who chose it.

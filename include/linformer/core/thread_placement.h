@@ -4,8 +4,9 @@
 // other: then the thread that ends its half of a parallel region first spins or sleeps while its
 // partner waits for a time slice, on every region. Pinned one per core, each thread keeps a core
 // to itself or shares it with the neighbour alone: the default recipe's training run beside a
-// `yes` started after it kept 45% of its idle throughput pinned against 30% unpinned, idle at the
-// same speed (results/2026-11-27_zen4_thread_pinning/).
+// `yes` started after it kept 45-47% of its idle throughput pinned against 30% unpinned, and two
+// tiny models on the same two cores 69-92% each against 2%, idle at the same speed
+// (results/2026-11-27_zen4_thread_pinning/).
 //
 // Pinning applies only with exactly one thread per CPU this process may use (threads = 0, the
 // default, gives that): with fewer threads, pinned processes would pile onto the first CPUs. And
@@ -38,12 +39,16 @@ class OpenmpTeam {
   OpenmpTeam& operator=(const OpenmpTeam&) = delete;
 };
 
+// Whether the user placed OpenMP threads: OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY set.
+bool environment_places_openmp_threads();
+
 // The CPUs this process may use (its affinity when first asked, before any pinning), ascending.
 const std::vector<int>& process_cpus();
 
 // Lets the calling thread run on every CPU of process_cpus() again: for threads or child
 // processes started after pinning, which inherit the pinned main thread's single CPU but should
-// not compete with the OpenMP thread pinned there. Makes no allocation (safe after fork()).
+// not compete with the OpenMP thread pinned there. Once process_cpus() has been read (an
+// OpenmpTeam reads it first), it makes no allocation: safe in a child after fork().
 void unpin_this_thread();
 
 // How the last OpenmpTeam placed the threads, for the run log and the benchmarks, e.g.
