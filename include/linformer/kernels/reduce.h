@@ -46,8 +46,8 @@ void for_rows_adding_column_sums(int64_t rows, int64_t cols, float* out, Row row
 // Σ term(i) for i < n, in double, over the OpenMP threads: each thread sums its static share of
 // the indices (vectorised), then the threads' sums are added in thread order, so the result
 // depends on the thread count, never on timing. (An OpenMP reduction(+) adds the threads' sums
-// in the order they finish: with a running total or more than two threads the last bits then
-// vary from run to run, and a resumed run did not repeat an uninterrupted one.)
+// in the order they finish: with a running total or more than two threads the last bits could
+// then vary from run to run, which exact resume cannot have.)
 template <class Term>
 double sum_in_thread_order(int64_t n, Term term) {
   std::vector<double> partial(static_cast<size_t>(omp_get_max_threads()), 0.0);  // [threads]
