@@ -2,6 +2,7 @@
 
 #include "linformer/config/recipe_loader.h"
 #include "linformer/core/check.h"
+#include "linformer/core/thread_placement.h"
 #include "linformer/data/labelled.h"
 #include "linformer/finetune/classification_eval.h"
 #include "linformer/model/classifier_model.h"
@@ -19,6 +20,7 @@ namespace linformer {
 namespace fs = std::filesystem;
 
 int64_t run_classify(const ClassifyOptions& options, std::ostream& out) {
+  const OpenmpTeam openmp_team(0);  // one thread per CPU, pinned until the command returns
   const std::string checkpoint = resolve_checkpoint(options.checkpoint);
   verify_checkpoint(checkpoint);
   const fs::path dir(checkpoint);

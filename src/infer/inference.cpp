@@ -3,6 +3,7 @@
 #include "linformer/config/recipe_loader.h"
 #include "linformer/core/check.h"
 #include "linformer/core/fs.h"
+#include "linformer/core/thread_placement.h"
 #include "linformer/data/batcher.h"
 #include "linformer/data/corpus.h"
 #include "linformer/data/encoder.h"
@@ -142,6 +143,7 @@ EvalReport evaluate_source(const EvalOptions& options) {
 }  // namespace
 
 EvalReport run_eval(const EvalOptions& options) {
+  const OpenmpTeam openmp_team(0);  // one thread per CPU, pinned until the evaluation returns
   LF_CHECK(options.batch_size >= 0, "--batch-size must be at least 1, not {}", options.batch_size);
   LF_CHECK(options.max_batches >= 0, "--max-batches must be at least 1, not {}", options.max_batches);
   EvalReport report = evaluate_source(options);
