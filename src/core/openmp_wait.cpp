@@ -2,7 +2,6 @@
 
 #include "linformer/core/thread_placement.h"
 
-#include <sched.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -64,11 +63,8 @@ bool computes(char** argv) {
 // Whether other processes keep at least kBusyCpus of the CPUs this process may use busy, over
 // kBusySampleMs (this process sleeps meanwhile, so the busy time is theirs).
 bool cpus_busy_now() {
-  cpu_set_t mask;
-  if (sched_getaffinity(0, sizeof mask, &mask) != 0) return false;
-  std::vector<int> cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &mask)) cpus.push_back(cpu);
+  const std::vector<int>& cpus = process_cpus();
+  if (cpus.empty()) return false;
   const std::string before = read_proc_stat();
   if (before.empty()) return false;
   std::this_thread::sleep_for(std::chrono::milliseconds(kBusySampleMs));
