@@ -2,6 +2,8 @@
 
 #include "linformer/core/rng.h"
 #include "linformer/kernels/activation.h"
+#include "linformer/kernels/bf16.h"
+#include "linformer/kernels/context.h"
 #include "linformer/kernels/cross_entropy.h"
 #include "linformer/kernels/dropout.h"
 #include "linformer/kernels/kernel_timing.h"
@@ -14,6 +16,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace linformer {
@@ -92,6 +96,66 @@ TEST(Matmul, TallNarrowTransposedProductIntoAStridedOutput) {
   std::fill(c.begin(), c.end(), 100.0f);
   matmul(at, bv, cv, Accumulate::add);
   check(100.0);
+}
+
+size_t packed_weight_primitives() {
+  size_t n = 0;
+  for (const auto& [name, count] : matmul_implementations())
+    if (name.find("(packed weights)") != std::string::npos) n += count;
+  return n;
+}
+
+// A tall product (m ≥ 2k, a Linear over a batch of tokens) reorders its weights operand into the
+// kernel's blocked layout before it runs: the same bits as the plain product, in every form the
+// layers use (weights read transposed or not, bias, accumulate, bf16 operands, bf16 result), and
+// a double product's value.
+TEST(Matmul, TallProductsPackTheirWeightsToTheSameBitsAsThePlainProduct) {
+  const int64_t M = 300, K = 64, N = 48;
+  struct PackingBackOn {
+    ~PackingBackOn() { set_matmul_packed_weights(true); }
+  } restore;
+  const auto a = random_vector(M * K, 11), w = random_vector(N * K, 12), bias = random_vector(N, 13);
+  std::vector<bf16> a16(a.size()), w16(w.size());
+  for (size_t i = 0; i < a.size(); ++i) a16[i] = to_bf16(a[i]);
+  for (size_t i = 0; i < w.size(); ++i) w16[i] = to_bf16(w[i]);
+  const Shape mk{M, K}, mn{M, N};
+  // Every product's result bits, one after another.
+  auto products = [&](bool packed) {
+    set_matmul_packed_weights(packed);
+    std::vector<float> out;
+    auto keep = [&](const std::vector<float>& c) { out.insert(out.end(), c.begin(), c.end()); };
+    std::vector<float> c(M * N, 0.5f), d(M * K);
+    const TensorView<const float> wt = TensorView<const float>(w.data(), Shape{N, K}).transpose(0, 1);
+    matmul(TensorView<const float>(a.data(), mk), wt, TensorView<float>(c.data(), mn), Accumulate::overwrite, bias.data());
+    keep(c);
+    matmul(TensorView<const float>(a.data(), mk), wt, TensorView<float>(c.data(), mn), Accumulate::add);
+    keep(c);
+    matmul(TensorView<const float>(c.data(), mn), TensorView<const float>(w.data(), Shape{N, K}),
+           TensorView<float>(d.data(), mk));  // dx = dy W: the weights read as stored
+    keep(d);
+    if (cpu_has_bf16()) {
+      const TensorView<const bf16> w16t = TensorView<const bf16>(w16.data(), Shape{N, K}).transpose(0, 1);
+      matmul(TensorView<const bf16>(a16.data(), mk), w16t, TensorView<float>(c.data(), mn), Accumulate::add, bias.data());
+      keep(c);
+      std::vector<bf16> c16(M * N);
+      matmul(TensorView<const bf16>(a16.data(), mk), w16t, TensorView<bf16>(c16.data(), mn), bias.data());
+      for (bf16 x : c16) out.push_back(to_float(x));
+    }
+    return out;
+  };
+  const std::vector<float> packed = products(true), plain = products(false);
+  ASSERT_EQ(packed.size(), plain.size());
+  ASSERT_EQ(std::memcmp(packed.data(), plain.data(), packed.size() * sizeof(float)), 0)
+      << "a product with packed weights differs from the plain one";
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double ref = bias[j];
+      for (int64_t p = 0; p < K; ++p) ref += static_cast<double>(a[i * K + p]) * w[j * K + p];
+      ASSERT_NEAR(packed[i * N + j], ref, 1e-4) << i << "," << j;
+    }
+  if (matmul_runs_avx2_sgemm()) GTEST_SKIP() << "AVX2 only (oneDNN ISA " << dnnl_cpu_isa_name()
+                                             << "): its sgemm takes no blocked weights, both runs were plain products";
+  EXPECT_GE(packed_weight_primitives(), 3u) << "the tall products did not pack their weights";
 }
 
 TEST(Matmul, ReusesPrimitivesAndRejectsMismatches) {

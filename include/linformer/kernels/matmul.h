@@ -40,6 +40,12 @@ void matmul(TensorView<const float> a, TensorView<const bf16> b, TensorView<floa
 void matmul(TensorView<const bf16> a, TensorView<const float> b, TensorView<float> c,
             Accumulate mode = Accumulate::overwrite, const float* bias = nullptr);
 
+// A tall rank-2 product (m ≥ 2k) on an AVX-512 CPU first reorders its B into the kernel's
+// blocked layout, the same arithmetic faster (matmul.cpp says how much); process-wide, on by
+// default. Off only to compare (tests, benchmarks). Such primitives show in matmul_implementations()
+// as "<kernel> (packed weights)".
+void set_matmul_packed_weights(bool on);
+
 // True where oneDNN runs f32 matmuls on its AVX2 sgemm (CPUs without AVX-512). Its speed
 // depends on operand placement (see the skew below) and orientation (see above).
 bool matmul_runs_avx2_sgemm();
