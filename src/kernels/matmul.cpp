@@ -89,10 +89,13 @@ std::atomic<bool> packed_weights_on{true};
 // it runs. oneDNN's brgemm otherwise copies B's blocks again for every block of rows it computes:
 // on a tall product (m ≥ 2k: a Linear's forward or dx over a batch of tokens) one reorder per call
 // costs about 1/m of the product and gains 3-18% (bf16) and 0-11% (f32) on a Zen 4 EPYC
-// (results/2026-11-28_zen4_packed_weights/). The kernel reads the same blocked B either way, so
-// the result is the same to the bit. Not on AVX2-only CPUs, whose sgemm has no blocked B.
-bool packs_weights(int rank, int64_t m, int64_t k) {
-  return rank == 2 && m >= 2 * k && !matmul_runs_avx2_sgemm() && packed_weights_on.load(std::memory_order_relaxed);
+// (results/2026-11-27_zen4_packed_weights/). The kernel reads the same blocked B either way, so
+// the result is the same to the bit. Not on AVX2-only CPUs, whose sgemm has no blocked B, nor for
+// a B over 64 MB (a large vocabulary's f32 embedding), whose packed copy would stay as a scratch.
+bool packs_weights(int rank, int64_t m, int64_t k, size_t b_bytes) {
+  constexpr size_t kMaxPackedBytes = size_t{64} << 20;
+  return rank == 2 && m >= 2 * k && b_bytes <= kMaxPackedBytes && !matmul_runs_avx2_sgemm() &&
+         packed_weights_on.load(std::memory_order_relaxed);
 }
 
 template <class T>
@@ -116,7 +119,7 @@ void run_primitive(TensorView<const T> a, TensorView<const T> b, TensorView<Out>
   key.values.push_back(static_cast<int64_t>(dnnl::get_default_fpmath_mode()));
   key.values.push_back(static_cast<int64_t>(data_type_of<T>()));
   key.values.push_back(static_cast<int64_t>(data_type_of<Out>()));
-  const bool pack = packs_weights(rank, a.size(rank - 2), a.size(rank - 1));
+  const bool pack = packs_weights(rank, a.size(rank - 2), a.size(rank - 1), static_cast<size_t>(b.numel()) * sizeof(T));
   key.values.push_back(pack);
 
   auto& ctx = DnnlContext::get();
@@ -150,10 +153,13 @@ void run_primitive(TensorView<const T> a, TensorView<const T> b, TensorView<Out>
       Built entry{dnnl::matmul(plain), {}, {}};
       std::string implementation = plain.impl_info_str();
       if (pack) {
-        // Packed only where the kernel that takes the blocked B is the one that runs the plain
-        // product (the same arithmetic); else the plain product.
+        // Packed only where brgemm runs both products and takes B in blocks: it copies a plain B
+        // into those same blocks, so the arithmetic is the same. (gemm:jit's choice for B is a
+        // plain layout, perhaps transposed, which can change the order of its sums.)
         const auto packed = describe(dnnl::memory::desc(b_md.dims(), data_type_of<T>(), dnnl::memory::format_tag::any));
-        if (implementation == packed.impl_info_str() && packed.weights_desc() != b_md) {
+        const auto& packed_b = packed.weights_desc().data;
+        const bool blocked = packed_b.format_kind == dnnl_blocked && packed_b.format_desc.blocking.inner_nblks > 0;
+        if (implementation == packed.impl_info_str() && implementation.rfind("brg", 0) == 0 && blocked) {
           entry = Built{dnnl::matmul(packed), dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine(), b_md, ctx.engine(), packed.weights_desc())),
                         packed.weights_desc()};
           implementation += " (packed weights)";
