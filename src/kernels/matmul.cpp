@@ -86,12 +86,14 @@ enum ScratchSlot { kTransposed, kBf16A, kBf16B, kPackedB };
 std::atomic<bool> packed_weights_on{true};
 
 // Whether a product reorders its weights operand B (k, n) into the kernel's blocked layout before
-// it runs. oneDNN's brgemm otherwise copies B's blocks again for every block of rows it computes:
-// on a tall product (m ≥ 2k: a Linear's forward or dx over a batch of tokens) one reorder per call
-// costs about 1/m of the product and gains 3-18% (bf16) and 0-11% (f32) on a Zen 4 EPYC
-// (results/2026-11-27_zen4_packed_weights/). The kernel reads the same blocked B either way, so
-// the result is the same to the bit. Not on AVX2-only CPUs, whose sgemm has no blocked B, nor for
-// a B over 64 MB (a large vocabulary's f32 embedding), whose packed copy would stay as a scratch.
+// it runs. oneDNN's brgemm otherwise copies B's blocks again for every block of rows it computes.
+// On a tall product (m ≥ 2k: a Linear's forward or dx over a batch of tokens) one reorder per call
+// costs about 1/m of the product; in a bf16 training step on a Zen 4 EPYC the packed products ran
+// 3-12% faster, all matmul time 1.8% less with the reorders (results/2026-11-27_zen4_packed_weights/).
+// Weight gradients, whose B is the layer's input over many rows, gain nothing. The kernel reads
+// the same blocked B either way, so the result is the same to the bit. Not on AVX2-only CPUs,
+// whose sgemm has no blocked B, nor for a B over 64 MB (a large vocabulary's f32 embedding),
+// whose packed copy would stay as a scratch.
 bool packs_weights(int rank, int64_t m, int64_t k, size_t b_bytes) {
   constexpr size_t kMaxPackedBytes = size_t{64} << 20;
   return rank == 2 && m >= 2 * k && b_bytes <= kMaxPackedBytes && !matmul_runs_avx2_sgemm() &&
@@ -213,7 +215,6 @@ void write_transposed(const float* t, TensorView<float> c, Accumulate mode) {
         for (int64_t j = j0; j < std::min(n, j0 + kTile); ++j)
           out[i * ldc + j] = (add ? out[i * ldc + j] : 0.0f) + t[j * m + i];
 }
-
 
 float* transposed_scratch(int64_t numel) {
   return static_cast<float*>(
