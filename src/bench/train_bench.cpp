@@ -89,7 +89,8 @@ double measure_matmul_peak_gflops(MatmulOperands operands) {
   return best_probe_gflops(0.5f, 0.25f);
 }
 
-TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int timed_steps, bool beside_busy_process) {
+TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int timed_steps, bool beside_busy_process,
+                             bool every_row) {
   const ModelSpec spec = ModelSpec::from_recipe(recipe);
   const OpenmpTeam openmp_team(recipe.threads);  // pinned until the command returns
   const MatmulPrecision precision = select_matmul_precision(recipe.train.precision == config::Precision::bf16);
@@ -102,6 +103,7 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
                                 spec.layers, spec.d_model, B, T));
   MlmModel model(spec, B, std::max<int64_t>(M, 1));
   model.params().initialize(static_cast<uint64_t>(recipe.seed));
+  model.compute_every_row(every_row);
   AdamW optimizer(model.params(), recipe.optim);
   const MlmBatchView batch = synthetic.view();
 
@@ -163,7 +165,9 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
   r.median_s = seconds[seconds.size() / 2];
   r.min_s = seconds.front();
   r.max_s = seconds.back();
-  r.forward_gflop = MlmModel::forward_matmul_flops(spec, B, T, M) * 1e-9;
+  r.last_block_rows = model.last_block_rows();
+  r.every_row_forward_gflop = MlmModel::forward_matmul_flops(spec, B, T, M) * 1e-9;
+  r.forward_gflop = MlmModel::forward_matmul_flops(spec, B, T, M, r.last_block_rows) * 1e-9;
   r.flops_per_token = 3 * r.forward_gflop * 1e9 / static_cast<double>(B * T);
   r.optimizer_ms = 1e3 * idle_optimizer_seconds / timed_steps;
   const auto& times = model.stage_times();
@@ -193,6 +197,7 @@ std::string to_json(const TrainBenchResult& r, const ModelSpec& spec) {
                       {"batch", r.batch},
                       {"seq_len", r.seq_len},
                       {"masked", r.masked},
+                      {"last_block_rows", r.last_block_rows},
                       {"threads", r.threads},
                       {"thread_placement", r.thread_placement},
                       {"timed_steps", r.steps},
@@ -209,6 +214,7 @@ std::string to_json(const TrainBenchResult& r, const ModelSpec& spec) {
                       {"precision", r.bf16 ? "bf16" : "fp32"},
                       {"precision_note", r.precision_note},
                       {"forward_gflop_per_step", r.forward_gflop},
+                      {"every_row_forward_gflop_per_step", r.every_row_forward_gflop},
                       {"train_gflops_per_second", r.gflops_per_s},
                       {"parameter_bytes", r.parameter_bytes},
                       {"activation_bytes", r.activation_bytes},

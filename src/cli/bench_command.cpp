@@ -29,6 +29,7 @@ struct BenchTrainArgs {
   int warmup = 2;
   int steps = 10;
   bool beside_busy_process = false;
+  bool every_row = false;
   std::string json;
 };
 }  // namespace
@@ -48,11 +49,14 @@ void add_bench_command(CLI::App& app) {
   train->add_option("--steps", args->steps, "Timed steps")->capture_default_str()->check(at_least(1));
   train->add_flag("--beside-busy-process", args->beside_busy_process,
                   "Then time the steps again beside a CPU-bound process (a shared machine) and compare");
+  train->add_flag("--every-row", args->every_row,
+                  "The last block computes every row, not only the masked tokens the loss reads (the same loss and "
+                  "gradients, more work): to compare the two");
   train->add_option("--json", args->json, "Also write the result as JSON to this file");
   train->callback([args] {
     const auto recipe = config::load_recipe(args->recipe.path, args->recipe.overrides);
     const ModelSpec spec = ModelSpec::from_recipe(recipe);
-    const TrainBenchResult r = bench_train(recipe, args->warmup, args->steps, args->beside_busy_process);
+    const TrainBenchResult r = bench_train(recipe, args->warmup, args->steps, args->beside_busy_process, args->every_row);
     std::string implementations;
     for (const auto& [name, primitives] : r.matmul_implementations)
       implementations += fmt::format("{}{} ({} shapes)", implementations.empty() ? "" : ", ", name, primitives);
@@ -61,6 +65,7 @@ void add_bench_command(CLI::App& app) {
         "training step (forward + backward + AdamW): median {:.1f} ms, min {:.1f}, max {:.1f} over {} steps\n"
         "throughput: {:.0f} tokens/s, {:.1f} GFLOP/s = {:.0f}% of the measured {} matmul peak ({:.1f} GFLOP/s)\n"
         "  (matmul FLOPs: {:.2f} GFLOP forward per step, x3 per training step, {:.1f} MFLOP per token)\n"
+        "last block: {}\n"
         "matmul peak probe (best of 5 large shapes): fp32 {:.1f} GFLOP/s, bf16 {}\n"
         "precision: {} (oneDNN ISA here: {}; matmul kernels: {})\n"
         "OpenMP waiting: {}\nOpenMP threads: {}\n{}"
@@ -73,7 +78,12 @@ void add_bench_command(CLI::App& app) {
                             : "",
         r.batch, r.masked, r.threads, r.median_s * 1e3, r.min_s * 1e3, r.max_s * 1e3, r.steps, r.tokens_per_s,
         r.gflops_per_s, 100 * r.gflops_per_s / r.peak_gflops, r.bf16 ? "bf16" : "fp32", r.peak_gflops,
-        r.forward_gflop, r.flops_per_token * 1e-6, r.fp32_peak_gflops,
+        r.forward_gflop, r.flops_per_token * 1e-6,
+        r.last_block_rows < r.seq_len
+            ? fmt::format("{} of {} rows a sequence (its masked tokens, the only ones the loss reads; --every-row "
+                          "computes all)", r.last_block_rows, r.seq_len)
+            : fmt::format("every row ({} a sequence)", r.seq_len),
+        r.fp32_peak_gflops,
         r.bf16_peak_gflops > 0
             ? fmt::format("{:.1f} GFLOP/s", r.bf16_peak_gflops)
             : fmt::format("not available (needs avx512_bf16; oneDNN ISA here: {})", dnnl_cpu_isa_name()),

@@ -47,6 +47,13 @@ void gather_rows(const float* x, const int32_t* index, float* y, int64_t rows, i
     std::memcpy(y + r * C, x + static_cast<int64_t>(index[r]) * C, sizeof(float) * static_cast<size_t>(C));
 }
 
+void gather_rows(const bf16* x, const int32_t* index, bf16* y, int64_t rows, int64_t C) {
+  const KernelTimer timer(KernelKind::reduce);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(y + r * C, x + static_cast<int64_t>(index[r]) * C, sizeof(bf16) * static_cast<size_t>(C));
+}
+
 void scatter_add_rows(const float* x, const int32_t* index, float* y, int64_t rows, int64_t C) {
   const KernelTimer timer(KernelKind::reduce);
   // Threads own disjoint column blocks, so repeated indices never race.

@@ -79,8 +79,8 @@ void Attention::declare_shared(ParameterTable& table, const ModelSpec& spec) {
   if (!names.e.empty() && spec.sharing == Sharing::layerwise) declare_projection(table, spec, names.e, 0);
 }
 
-double Attention::forward_flops(const ModelSpec& s, int layer, int64_t B, int64_t T) {
-  const double C = s.d_model, rows = static_cast<double>(B * T);
+double Attention::forward_flops(const ModelSpec& s, int layer, int64_t B, int64_t T, int64_t Tq) {
+  const double C = s.d_model, rows = static_cast<double>(B * Tq);  // query rows
   double flops = Linear::forward_flops(rows, C, C);  // out_proj
   if (!s.is_linformer()) return flops + Linear::forward_flops(rows, 3 * C, C) + 2 * (2 * rows * T * C);  // in_proj; Q Kᵀ, P V
   const double K = s.k_per_layer[layer];
@@ -89,7 +89,7 @@ double Attention::forward_flops(const ModelSpec& s, int layer, int64_t B, int64_
     flops += Linear::forward_flops(rows, C, C) + Linear::forward_flops(B * K, 2 * C, C);  // Q; K̃, Ṽ from x̃
     if (linear) flops += (shares_compression(s) ? 1 : 2) * (2 * B * K * T * C);           // E x (and F x)
   } else {
-    flops += Linear::forward_flops(rows, 3 * C, C);  // in_proj
+    flops += Linear::forward_flops(static_cast<double>(B * T), 3 * C, C);  // in_proj
     if (linear) flops += 2 * (2 * B * K * T * C);    // E K, F V (per head: the same total)
   }
   return flops + 2 * (2 * rows * K * C);  // Q K̃ᵀ, P Ṽ
@@ -163,6 +163,11 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
   if (f32_probs) d_probs_ = ws.reserve_backward("attn.d_probs", {B, H_, T, S});
   d_qkv_ = ws.reserve_backward("attn.d_qkv", {B, T, q_width * C_});
   if (linformer_) d_kv_ = ws.reserve_backward("attn.d_kv", {B, K_, 2 * C_});
+  if (compress_first_ && !ws.inference() && layer == spec.layers - 1) {
+    xq_ = ws.reserve_cache(layer, "attn.xq", {B, T, C_});
+    d_xq_ = ws.reserve_backward("attn.d_xq", {B, T, C_});
+    if (x_bf16_) xq_bf16_ = ws.reserve_cache<bf16>(layer, "attn.xq_bf16", {B, T, C_});
+  }
   if (compress_first_) {
     d_xc_e_ = ws.reserve_backward("attn.d_xc_e", {B, K_, C_});
     d_xc_f_ = same_compression_ ? d_xc_e_ : ws.reserve_backward("attn.d_xc_f", {B, K_, C_});
@@ -410,13 +415,15 @@ void Attention::compress_backward(const BatchGeometry& g, const Projection& p, T
 // ---- forward and backward ---------------------------------------------------------------
 
 void Attention::forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y,
-                        const uint8_t* key_valid, const Pass& pass, bool x_rounded) {
+                        const uint8_t* key_valid, const Pass& pass, bool x_rounded, const QueryRows* rows) {
   LF_CHECK(!x_rounded || input_bf16(g).data() != nullptr,
            "attention layer {}: given a rounded input without a bf16 input cache", layer_);
+  LF_CHECK(!rows || selects_queries(), "attention layer {}: query rows on a layer that computes every row", layer_);
   const int64_t B = g.B, T = g.T, S = linformer_ ? K_ : T;
-  const Extents e{B, T};
+  const int64_t Tq = rows ? rows->Tq : T;  // query rows per sequence
+  const Extents e{B, T}, eq{B, Tq};
   const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
-  const TensorView<float> ctx = ws_.view(ctx_, e);
+  const TensorView<float> ctx = ws_.view(ctx_, eq);
   const auto x2 = x.reshape(Shape{B * T, C_});
   const float* b_in = in_proj_.b.data();
 
@@ -441,15 +448,29 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
     const TensorView<float> kv = ws_.view(kv_, e);  // (B, K, 2C): K̃ | Ṽ
     if (compress_first_) {
       // Q = x W_Qᵀ + b_Q; x̃ = P(real ⊙ x) (B, K, C); K̃ = x̃_E W_Kᵀ + b_K, Ṽ = x̃_F W_Vᵀ + b_V.
-      const TensorView<float> q = ws_.view(qkv_, e);
+      const TensorView<float> q = ws_.view(qkv_, eq);
       const TensorView<const bf16> x_bf16 =  // (B, T, C) or empty
           x_rounded ? x_bf16_from_cache(g) : round_x_into_bf16_cache(g, x);
       projected_rounded = x_bf16.data() != nullptr;
+      // The queries' input (B·Tq, C): x, or its query rows (and their rounding) gathered.
+      TensorView<const float> xq2 = x2;
+      TensorView<const bf16> xq_bf16 = x_bf16.data() ? x_bf16.reshape(Shape{B * T, C_}) : TensorView<const bf16>{};
+      if (rows) {
+        LF_CHECK(x.is_contiguous(), "attention layer {}: query rows of a strided input", layer_);
+        const TensorView<float> gathered = ws_.view(xq_, eq).reshape(Shape{B * Tq, C_});
+        gather_rows(x.data(), rows->source, gathered.data(), B * Tq, C_);
+        xq2 = gathered;
+        if (x_bf16.data()) {
+          const TensorView<bf16> gathered_bf16 = ws_.view(xq_bf16_, eq).reshape(Shape{B * Tq, C_});
+          gather_rows(x_bf16.data(), rows->source, gathered_bf16.data(), B * Tq, C_);
+          xq_bf16 = gathered_bf16;
+        }
+      }
       if (projected_rounded)
-        matmul(x_bf16.reshape(Shape{B * T, C_}), in_proj_.w_bf16.slice(0, 0, C_).transpose(0, 1),
-               ws_.view(qkv_bf16_, e).reshape(Shape{B * T, C_}), b_in);
+        matmul(xq_bf16, in_proj_.w_bf16.slice(0, 0, C_).transpose(0, 1),
+               ws_.view(qkv_bf16_, eq).reshape(Shape{B * Tq, C_}), b_in);
       else
-        matmul(x2, w_in(0, 1).transpose(0, 1), q.reshape(Shape{B * T, C_}), Accumulate::overwrite, b_in);
+        matmul(xq2, w_in(0, 1).transpose(0, 1), q.reshape(Shape{B * Tq, C_}), Accumulate::overwrite, b_in);
       const TensorView<float> xc_e = ws_.view(xc_e_, e), xc_f = ws_.view(xc_f_, e);
       const TensorView<const float> xm = masked_input(g, x);
       compress(g, proj_e_, xm, xc_e, x_bf16);
@@ -485,12 +506,12 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   const uint8_t* mask = linformer_ ? nullptr : key_valid;
   if (scores_in_bf16_) {  // inference: the scores in bf16, their softmax in place, then P V
     LF_CHECK(rounds_bf16, "attention layer {}: built for bf16 inference, run with f32 matmuls", layer_);
-    const HeadsBf16 rounded = round_heads_into_bf16_caches(e, projected_rounded);
-    const TensorView<bf16> probs_bf16 = ws_.view(probs_bf16_, e);
+    const HeadsBf16 rounded = round_heads_into_bf16_caches(eq, projected_rounded);
+    const TensorView<bf16> probs_bf16 = ws_.view(probs_bf16_, eq);
     matmul(rounded.queries, rounded.keys.transpose(2, 3), probs_bf16);
-    softmax_forward_bf16_in_place(probs_bf16.data(), B * H_ * T, S, scale, mask, H_ * T);
+    softmax_forward_bf16_in_place(probs_bf16.data(), B * H_ * Tq, S, scale, mask, H_ * Tq);
     matmul(TensorView<const bf16>(probs_bf16), rounded.values, heads(ctx));
-    out_proj_.forward(ctx.reshape(Shape{B * T, C_}), y.reshape(Shape{B * T, C_}));
+    out_proj_.forward(ctx.reshape(Shape{B * Tq, C_}), y.reshape(Shape{B * Tq, C_}));
     return;
   }
   // With bf16 operands the scores are a bf16 result (as in PyTorch's autocast): the bf16 path writes
@@ -498,36 +519,36 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   // P's rounding, the P·V operand without dropout and what the backward reads: P is not kept in f32
   // (n × n floats: the memory, not the speed, is what that saves; results/2026-11-26_zen5_bf16_probs).
   // With dropout the rounding goes to the f32 cache, which dropout scales.
-  const TensorView<float> probs = probs_ ? ws_.view(probs_, e) : TensorView<float>{};  // none: P in bf16 only
+  const TensorView<float> probs = probs_ ? ws_.view(probs_, eq) : TensorView<float>{};  // none: P in bf16 only
   const bool dropped = pass.training && spec_.attention_dropout > 0;
   LF_CHECK(rounds_bf16 || probs_, "attention layer {}: built for bf16 training, run with f32 matmuls", layer_);
   HeadsBf16 rounded;
   if (rounds_bf16) {
-    rounded = round_heads_into_bf16_caches(e, projected_rounded);
-    const TensorView<bf16> scores = ws_.view(probs_bf16_, e);
+    rounded = round_heads_into_bf16_caches(eq, projected_rounded);
+    const TensorView<bf16> scores = ws_.view(probs_bf16_, eq);
     matmul(rounded.queries, rounded.keys.transpose(2, 3), scores);
     softmax_forward_bf16_scores(scores.data(), dropped ? probs.data() : nullptr, dropped ? nullptr : scores.data(),
-                                B * H_ * T, S, scale, mask, H_ * T);
+                                B * H_ * Tq, S, scale, mask, H_ * Tq);
   } else {
     matmul(queries, keys.transpose(2, 3), probs);
     if (matmul_bf16_operands()) round_to_bf16_values(probs.data(), probs.numel());  // the bf16 path's numbers
-    softmax_forward(probs.data(), probs.data(), B * H_ * T, S, scale, mask, H_ * T);
+    softmax_forward(probs.data(), probs.data(), B * H_ * Tq, S, scale, mask, H_ * Tq);
     if (matmul_bf16_operands()) round_to_bf16_values(probs.data(), probs.numel());  // P as the bf16 path keeps it
   }
-  const TensorView<bf16> probs_bf16 = rounds_bf16 ? ws_.view(probs_bf16_, e) : TensorView<bf16>{};
+  const TensorView<bf16> probs_bf16 = rounds_bf16 ? ws_.view(probs_bf16_, eq) : TensorView<bf16>{};
 
   TensorView<float> used = probs;
   if (dropped) {
-    used = ws_.view(probs_dropped_, e);
+    used = ws_.view(probs_dropped_, eq);
     dropout_apply(probs.data(), used.data(), used.numel(), spec_.attention_dropout, pass.seed,
                   dropout_stream(DropoutSite::attention_probs, layer_, pass));
   }
   // ctx_h (B, H, T, D) = P_h V_h
   if (ctx_in_bf16()) {  // written rounded, straight into out_proj's input cache (no f32 ctx)
-    const TensorView<bf16> ctx_bf16 = out_proj_.input_bf16(B * T).reshape(Shape{B, T, C_});
+    const TensorView<bf16> ctx_bf16 = out_proj_.input_bf16(B * Tq).reshape(Shape{B, Tq, C_});
     matmul(dropped ? convert_to_bf16(used, probs_bf16.data()) : TensorView<const bf16>(probs_bf16), rounded.values,
            heads(ctx_bf16));
-    out_proj_.forward_rounded(y.reshape(Shape{B * T, C_}));
+    out_proj_.forward_rounded(y.reshape(Shape{B * Tq, C_}));
     return;
   }
   if (rounds_bf16)
@@ -535,38 +556,40 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
            heads(ctx));
   else
     matmul(used, values, heads(ctx));
-  out_proj_.forward(ctx.reshape(Shape{B * T, C_}), y.reshape(Shape{B * T, C_}));
+  out_proj_.forward(ctx.reshape(Shape{B * Tq, C_}), y.reshape(Shape{B * Tq, C_}));
 }
 
 void Attention::backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy,
-                         TensorView<float> dx, const Pass& pass) {
+                         TensorView<float> dx, const Pass& pass, const QueryRows* rows) {
+  LF_CHECK(!rows || selects_queries(), "attention layer {}: query rows on a layer that computes every row", layer_);
   const int64_t B = g.B, T = g.T, S = linformer_ ? K_ : T;
-  const Extents e{B, T};
+  const int64_t Tq = rows ? rows->Tq : T;  // query rows per sequence
+  const Extents e{B, T}, eq{B, Tq};
   const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
-  const TensorView<float> probs = probs_ ? ws_.view(probs_, e) : TensorView<float>{};  // none: P in bf16 only
-  const TensorView<float> ctx = ws_.view(ctx_, e);
-  const TensorView<float> d_ctx = ws_.view(d_ctx_, e);
-  const TensorView<float> d_probs = d_probs_ ? ws_.view(d_probs_, e) : TensorView<float>{};
+  const TensorView<float> probs = probs_ ? ws_.view(probs_, eq) : TensorView<float>{};  // none: P in bf16 only
+  const TensorView<float> ctx = ws_.view(ctx_, eq);
+  const TensorView<float> d_ctx = ws_.view(d_ctx_, eq);
+  const TensorView<float> d_probs = d_probs_ ? ws_.view(d_probs_, eq) : TensorView<float>{};
   const bool dropped = pass.training && spec_.attention_dropout > 0;
-  const TensorView<float> used = dropped ? ws_.view(probs_dropped_, e) : probs;
+  const TensorView<float> used = dropped ? ws_.view(probs_dropped_, eq) : probs;
   const auto x2 = x.reshape(Shape{B * T, C_});
   const auto dx2 = dx.reshape(Shape{B * T, C_});
   float* db_in = in_proj_.db.data();
 
   // In the forward pass: y = ctx W_oᵀ + b_o. On the bf16 path d_ctx is written only rounded
   // (both products that read it take bf16 operands).
-  const TensorView<bf16> d_ctx_bf16 = ctx_in_bf16() ? ws_.view(d_ctx_bf16_, e) : TensorView<bf16>{};  // (B, T, C)
+  const TensorView<bf16> d_ctx_bf16 = ctx_in_bf16() ? ws_.view(d_ctx_bf16_, eq) : TensorView<bf16>{};  // (B, Tq, C)
   if (d_ctx_bf16.data()) {
-    const auto dy2 = dy.reshape(Shape{B * T, C_});
-    convert_to_bf16(dy2, out_proj_.output_gradient_bf16(B * T).data());
-    out_proj_.backward_rounded(dy2, d_ctx_bf16.reshape(Shape{B * T, C_}));
+    const auto dy2 = dy.reshape(Shape{B * Tq, C_});
+    convert_to_bf16(dy2, out_proj_.output_gradient_bf16(B * Tq).data());
+    out_proj_.backward_rounded(dy2, d_ctx_bf16.reshape(Shape{B * Tq, C_}));
   } else {
-    out_proj_.backward(dy.reshape(Shape{B * T, C_}), ctx.reshape(Shape{B * T, C_}), d_ctx.reshape(Shape{B * T, C_}));
+    out_proj_.backward(dy.reshape(Shape{B * Tq, C_}), ctx.reshape(Shape{B * Tq, C_}), d_ctx.reshape(Shape{B * Tq, C_}));
   }
 
   // Q, K, V (as the forward pass used them) and their gradients' buffers, per head.
-  const TensorView<float> qkv = ws_.view(qkv_, e);
-  const TensorView<float> d_qkv = ws_.view(d_qkv_, e);
+  const TensorView<float> qkv = ws_.view(qkv_, eq);
+  const TensorView<float> d_qkv = ws_.view(d_qkv_, eq);
   TensorView<float> keys, values, d_keys, d_values, kv, d_kv;
   if (!linformer_) {
     keys = heads(qkv_part(qkv, 1));
@@ -593,19 +616,19 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
                   dropout_stream(DropoutSite::attention_probs, layer_, pass));
   };
   if (rounds_bf16) {
-    const HeadsBf16 rounded = bf16_heads_from_caches(e);
-    const TensorView<const bf16> used_bf16 = ws_.view(probs_bf16_, e);
+    const HeadsBf16 rounded = bf16_heads_from_caches(eq);
+    const TensorView<const bf16> used_bf16 = ws_.view(probs_bf16_, eq);
     const TensorView<const bf16> d_ctx_h =
-        heads(d_ctx_bf16.data() ? TensorView<const bf16>(d_ctx_bf16) : convert_to_bf16(d_ctx, ws_.view(d_ctx_bf16_, e).data()));
-    const TensorView<bf16> d_scores = ws_.view(d_probs_bf16_, e);
+        heads(d_ctx_bf16.data() ? TensorView<const bf16>(d_ctx_bf16) : convert_to_bf16(d_ctx, ws_.view(d_ctx_bf16_, eq).data()));
+    const TensorView<bf16> d_scores = ws_.view(d_probs_bf16_, eq);
     if (!dropped) {  // dP in bf16, turned into d_scores in place
       matmul(d_ctx_h, rounded.values.transpose(2, 3), d_scores);
-      softmax_backward_bf16_gradient(d_scores.data(), used_bf16.data(), d_scores.data(), B * H_ * T, S, scale);
+      softmax_backward_bf16_gradient(d_scores.data(), used_bf16.data(), d_scores.data(), B * H_ * Tq, S, scale);
     } else {
       matmul(d_ctx_h, rounded.values.transpose(2, 3), d_probs);
       round_to_bf16_values(d_probs.data(), d_probs.numel());
       dropout_on_gradient();
-      softmax_backward_bf16(d_probs.data(), probs.data(), d_scores.data(), B * H_ * T, S, scale);
+      softmax_backward_bf16(d_probs.data(), probs.data(), d_scores.data(), B * H_ * Tq, S, scale);
     }
     matmul(used_bf16.transpose(2, 3), d_ctx_h, d_values);
     matmul(TensorView<const bf16>(d_scores), rounded.keys, heads(qkv_part(d_qkv, 0)));
@@ -615,7 +638,7 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
     if (matmul_bf16_operands()) round_to_bf16_values(d_probs.data(), d_probs.numel());  // the bf16 path's numbers
     matmul(used.transpose(2, 3), d_ctx_h, d_values);
     if (dropped) dropout_on_gradient();
-    softmax_backward(d_probs.data(), probs.data(), d_probs.data(), B * H_ * T, S, scale);
+    softmax_backward(d_probs.data(), probs.data(), d_probs.data(), B * H_ * Tq, S, scale);
     matmul(d_probs, keys, heads(qkv_part(d_qkv, 0)));
     matmul(d_probs.transpose(2, 3), heads(qkv_part(qkv, 0)), d_keys);
   }
@@ -647,23 +670,31 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
     matmul(flat(kv_part(d_kv, 0)), w_in(1, 2), flat(d_xc_e));
     matmul(flat(kv_part(d_kv, 1)), w_in(2, 3), flat(d_xc_f));
   }
-  // Q = x W_Qᵀ + b_Q: dW_Q += dQᵀ x, db_Q += Σ dQ, dx = dQ W_Q.
-  const auto d_q2 = d_qkv.reshape(Shape{B * T, C_});
-  add_column_sums(d_q2.data(), B * T, C_, C_, db_in);
+  // Q = x_q W_Qᵀ + b_Q: dW_Q += dQᵀ x_q, db_Q += Σ dQ, dx_q = dQ W_Q, where x_q is x or its query
+  // rows (then dx_q goes to its own scratch, scattered into dx at the end).
+  const auto d_q2 = d_qkv.reshape(Shape{B * Tq, C_});
+  add_column_sums(d_q2.data(), B * Tq, C_, C_, db_in);
   const TensorView<const bf16> x_bf16 = x_bf16_from_cache(g);  // (B, T, C) or empty
+  const TensorView<float> dxq2 = rows ? ws_.view(d_xq_, eq).reshape(Shape{B * Tq, C_}) : dx2;
   if (x_bf16.data()) {  // dQ rounded once for both products, into d_ctx's bf16 scratch (done with)
-    const TensorView<const bf16> d_q_bf16 = convert_to_bf16(d_q2, ws_.view(d_ctx_bf16_, e).data());
-    matmul(d_q_bf16.transpose(0, 1), x_bf16.reshape(Shape{B * T, C_}), dw_in(0, 1), Accumulate::add);
-    matmul(d_q_bf16, in_proj_.w_bf16.slice(0, 0, C_), dx2);
+    const TensorView<const bf16> xq_bf16 =
+        rows ? TensorView<const bf16>(ws_.view(xq_bf16_, eq)) : TensorView<const bf16>(x_bf16);
+    const TensorView<const bf16> d_q_bf16 = convert_to_bf16(d_q2, ws_.view(d_ctx_bf16_, eq).data());
+    matmul(d_q_bf16.transpose(0, 1), xq_bf16.reshape(Shape{B * Tq, C_}), dw_in(0, 1), Accumulate::add);
+    matmul(d_q_bf16, in_proj_.w_bf16.slice(0, 0, C_), dxq2);
   } else {
-    matmul(d_q2.transpose(0, 1), x2, dw_in(0, 1), Accumulate::add);
-    matmul(d_q2, w_in(0, 1), dx2);
+    const TensorView<const float> xq2 = rows ? TensorView<const float>(ws_.view(xq_, eq)).reshape(Shape{B * Tq, C_}) : x2;
+    matmul(d_q2.transpose(0, 1), xq2, dw_in(0, 1), Accumulate::add);
+    matmul(d_q2, w_in(0, 1), dxq2);
   }
-  // x̃ = P(real ⊙ x): d(real ⊙ x) = Pᵀ dx̃, padded rows zero; into d_ctx's buffer (done with).
+  // x̃ = P(real ⊙ x): d(real ⊙ x) = Pᵀ dx̃, padded rows zero; into d_ctx's buffer (done with), or
+  // with query rows straight into dx, which dx_q's rows then add to.
   const TensorView<const float> xm = masked_input(g, x);
-  compress_backward(g, proj_e_, d_xc_e, xm, d_ctx, Accumulate::overwrite, x_bf16);
-  if (!same_compression_) compress_backward(g, proj_f_, d_xc_f, xm, d_ctx, Accumulate::add, x_bf16);
-  add_into(dx2.data(), d_ctx.data(), dx2.numel());
+  const TensorView<float> d_xm = rows ? dx : ws_.view(d_ctx_, e);
+  compress_backward(g, proj_e_, d_xc_e, xm, d_xm, Accumulate::overwrite, x_bf16);
+  if (!same_compression_) compress_backward(g, proj_f_, d_xc_f, xm, d_xm, Accumulate::add, x_bf16);
+  if (rows) scatter_add_rows(dxq2.data(), rows->source, dx2.data(), B * Tq, C_);
+  else add_into(dx2.data(), d_xm.data(), dx2.numel());
 }
 
 }  // namespace linformer

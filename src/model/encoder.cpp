@@ -15,9 +15,10 @@ void Encoder::declare(ParameterTable& table, const ModelSpec& spec) {
   if (spec.norm == config::NormPlacement::pre) LayerNorm::declare(table, "final_ln", spec.d_model);
 }
 
-double Encoder::forward_flops(const ModelSpec& spec, int64_t B, int64_t T) {
+double Encoder::forward_flops(const ModelSpec& spec, int64_t B, int64_t T, int64_t last_rows) {
   double flops = 0;
-  for (int l = 0; l < spec.layers; ++l) flops += EncoderBlock::forward_flops(spec, l, B, T);
+  for (int l = 0; l < spec.layers; ++l)
+    flops += EncoderBlock::forward_flops(spec, l, B, T, l == spec.layers - 1 && last_rows > 0 ? last_rows : T);
   return flops;
 }
 
@@ -58,11 +59,15 @@ Encoder::Encoder(const ModelSpec& spec, const Parameters& params, Workspace& ws,
 void Encoder::allocate_padding_mask() { key_valid_.resize(static_cast<size_t>(key_valid_capacity_)); }
 
 TensorView<const float> Encoder::forward(int64_t B, int64_t T, const int32_t* ids, const int32_t* lengths,
-                                         const Pass& pass) {
+                                         const Pass& pass, const QueryRows* last_rows) {
   LF_CHECK(static_cast<int64_t>(key_valid_.size()) >= B * T, "the encoder's padding mask is not allocated");
+  LF_CHECK(!last_rows || (selects_last_queries() && last_rows->Tq >= 1 && last_rows->Tq <= T),
+           "the encoder's last block cannot compute {} rows a sequence of {}", last_rows ? last_rows->Tq : 0, T);
   geometry_ = {B, T, lengths};
-  const int64_t C = spec_.d_model, rows = geometry_.rows();
-  const Extents e{B, T};
+  last_rows_ = last_rows;
+  output_T_ = last_rows ? last_rows->Tq : T;
+  const int64_t C = spec_.d_model, rows = B * output_T_;
+  const Extents e{B, T}, out{B, output_T_};
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) key_valid_[b * T + t] = t < lengths[b];
 
@@ -77,26 +82,27 @@ TensorView<const float> Encoder::forward(int64_t B, int64_t T, const int32_t* id
   for (int l = 0; l < spec_.layers; ++l)
     timer_.forward(stage++, [&] {
       const TensorView<bf16> next_bf16 = input_bf16(l + 1);
-      blocks_[l]->forward(geometry_, ws_.view(hidden_[l], e), ws_.view(hidden_[l + 1], e), key_valid_.data(), pass,
-                          rounded, next_bf16);
+      const bool last = l == spec_.layers - 1;
+      blocks_[l]->forward(geometry_, ws_.view(hidden_[l], e), ws_.view(hidden_[l + 1], last ? out : e),
+                          key_valid_.data(), pass, rounded, next_bf16, last ? last_rows : nullptr);
       rounded = next_bf16.data() != nullptr;
     });
   if (final_ln_)
     timer_.forward(stage++, [&] {
-      final_ln_->forward(ws_.view(hidden_[spec_.layers], e).reshape(Shape{rows, C}),
-                         ws_.view(final_, e).reshape(Shape{rows, C}), ws_.view(final_mean_, e).data(),
-                         ws_.view(final_rstd_, e).data());
+      final_ln_->forward(ws_.view(hidden_[spec_.layers], out).reshape(Shape{rows, C}),
+                         ws_.view(final_, out).reshape(Shape{rows, C}), ws_.view(final_mean_, out).data(),
+                         ws_.view(final_rstd_, out).data());
     });
   return output();
 }
 
 TensorView<const float> Encoder::output() const {
-  const Extents e{geometry_.B, geometry_.T};
-  return final_ln_ ? ws_.view(final_, e) : ws_.view(hidden_[spec_.layers], e);
+  const Extents out{geometry_.B, output_T_};
+  return final_ln_ ? ws_.view(final_, out) : ws_.view(hidden_[spec_.layers], out);
 }
 
 TensorView<float> Encoder::output_gradient() const {
-  return ws_.view(d_hidden_a_, {geometry_.B, geometry_.T});
+  return ws_.view(d_hidden_a_, {geometry_.B, output_T_});
 }
 
 std::vector<size_t> Encoder::gradients_final_offsets() const {
@@ -106,21 +112,26 @@ std::vector<size_t> Encoder::gradients_final_offsets() const {
 }
 
 void Encoder::backward(const int32_t* ids, const Pass& pass, const GradientsFinalFrom& final_from) {
-  const int64_t C = spec_.d_model, rows = geometry_.rows();
-  const Extents e{geometry_.B, geometry_.T};
-  TensorView<float> d_cur = output_gradient(), d_next = ws_.view(d_hidden_b_, e);
+  const int64_t C = spec_.d_model, rows = geometry_.B * output_T_;
+  const Extents e{geometry_.B, geometry_.T}, out{geometry_.B, output_T_};
+  TensorView<float> d_cur = output_gradient(), d_next = ws_.view(d_hidden_b_, out);
   size_t stage = stage_names(spec_).size() - 1;
   if (final_ln_) {
     // final = LN(hidden[L]).
     timer_.backward(stage--, [&] {
-      final_ln_->backward(d_cur.reshape(Shape{rows, C}), ws_.view(hidden_[spec_.layers], e).reshape(Shape{rows, C}),
-                          ws_.view(final_mean_, e).data(), ws_.view(final_rstd_, e).data(),
+      final_ln_->backward(d_cur.reshape(Shape{rows, C}), ws_.view(hidden_[spec_.layers], out).reshape(Shape{rows, C}),
+                          ws_.view(final_mean_, out).data(), ws_.view(final_rstd_, out).data(),
                           d_next.reshape(Shape{rows, C}));
     });
     std::swap(d_cur, d_next);
   }
   for (int l = spec_.layers - 1; l >= 0; --l) {
-    timer_.backward(stage--, [&] { blocks_[l]->backward(geometry_, ws_.view(hidden_[l], e), d_cur, d_next, pass); });
+    const bool last = l == spec_.layers - 1;
+    // Every block's dx has all T rows (the last one's dy may have Tq).
+    d_next = ws_.view(d_cur.data() == ws_.view(d_hidden_a_, e).data() ? d_hidden_b_ : d_hidden_a_, e);
+    timer_.backward(stage--, [&] {
+      blocks_[l]->backward(geometry_, ws_.view(hidden_[l], e), d_cur, d_next, pass, last ? last_rows_ : nullptr);
+    });
     std::swap(d_cur, d_next);
     if (final_from) final_from(block_grads_begin_[l]);
   }

@@ -1,5 +1,6 @@
 #include "linformer/model/mlm_model.h"
 
+#include <algorithm>
 
 namespace linformer {
 
@@ -10,8 +11,8 @@ ParameterTable MlmModel::parameter_table(const ModelSpec& spec) {
   return table;
 }
 
-double MlmModel::forward_matmul_flops(const ModelSpec& spec, int64_t B, int64_t T, int64_t M) {
-  return Encoder::forward_flops(spec, B, T) + MlmHead::forward_flops(spec, static_cast<double>(M));
+double MlmModel::forward_matmul_flops(const ModelSpec& spec, int64_t B, int64_t T, int64_t M, int64_t last_rows) {
+  return Encoder::forward_flops(spec, B, T, last_rows) + MlmHead::forward_flops(spec, static_cast<double>(M));
 }
 
 MlmModel::MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked, WorkspaceUse use)
@@ -62,29 +63,70 @@ void MlmModel::check_batch(const MlmBatchView& b) const {
   }
 }
 
-StepResult MlmModel::run_forward(const MlmBatchView& batch, const Pass& pass, float grad_scale) {
-  check_batch(batch);
+StepResult MlmModel::run_forward(const MlmBatchView& batch, const Pass& pass, float grad_scale,
+                                 const QueryRows* last_rows) {
   LF_CHECK(!(pass.training && ws_.inference()), "an inference model cannot run a training pass (dropout)");
   last_masked_ = batch.M;
-  const TensorView<const float> out = encoder_.forward(batch.B, batch.T, batch.ids, batch.lengths, pass);
+  const TensorView<const float> out = encoder_.forward(batch.B, batch.T, batch.ids, batch.lengths, pass, last_rows);
+  const int32_t* positions = last_rows ? head_positions_.data() : batch.masked_positions;
   CrossEntropyResult ce;
   timer_.forward(head_stage(), [&] {
-    ce = head_->forward(out.reshape(Shape{batch.B * batch.T, spec_.d_model}), batch.masked_positions, batch.targets,
+    ce = head_->forward(out.reshape(Shape{out.size(0) * out.size(1), spec_.d_model}), positions, batch.targets,
                         batch.M, grad_scale);
   });
   return {ce.loss_sum, ce.correct, batch.M};
 }
 
-StepResult MlmModel::forward(const MlmBatchView& batch, const Pass& pass) { return run_forward(batch, pass, 0.0f); }
+namespace {
+// The last block's rows per sequence are its most masked tokens rounded up to a multiple of this:
+// every new count builds (and keeps) its own oneDNN primitives.
+constexpr int64_t kLastRowsQuantum = 8;
+}  // namespace
+
+const QueryRows* MlmModel::select_last_rows(const MlmBatchView& batch, const Pass& pass) {
+  if (every_row_ || !encoder_.selects_last_queries()) return nullptr;
+  // Dropout masks are drawn per element of a layer's rows: with fewer rows they would differ from
+  // forward()'s, which computes the same loss.
+  const bool dropout = spec_.dropout > 0 || spec_.attention_dropout > 0 || spec_.activation_dropout > 0;
+  if (pass.training && dropout) return nullptr;
+  per_sequence_.assign(static_cast<size_t>(batch.B), 0);
+  for (int64_t m = 0; m < batch.M; ++m) ++per_sequence_[static_cast<size_t>(batch.masked_positions[m] / batch.T)];
+  const int64_t most = *std::max_element(per_sequence_.begin(), per_sequence_.end());
+  const int64_t Tq = (most + kLastRowsQuantum - 1) / kLastRowsQuantum * kLastRowsQuantum;
+  if (Tq >= batch.T) return nullptr;  // nothing to save
+  // Row j < count of sequence b: its j-th masked token; the rest: its first token (always real).
+  query_source_.resize(static_cast<size_t>(batch.B * Tq));
+  for (int64_t b = 0; b < batch.B; ++b)
+    std::fill_n(query_source_.begin() + b * Tq, Tq, static_cast<int32_t>(b * batch.T));
+  head_positions_.resize(static_cast<size_t>(batch.M));
+  std::fill(per_sequence_.begin(), per_sequence_.end(), 0);
+  for (int64_t m = 0; m < batch.M; ++m) {
+    const int32_t p = batch.masked_positions[m];
+    const int64_t b = p / batch.T, row = b * Tq + per_sequence_[static_cast<size_t>(b)]++;
+    query_source_[static_cast<size_t>(row)] = p;
+    head_positions_[static_cast<size_t>(m)] = static_cast<int32_t>(row);
+  }
+  last_rows_ = {Tq, query_source_.data()};
+  return &last_rows_;
+}
+
+StepResult MlmModel::forward(const MlmBatchView& batch, const Pass& pass) {
+  check_batch(batch);
+  return run_forward(batch, pass, 0.0f);
+}
 
 StepResult MlmModel::forward_backward(const MlmBatchView& batch, const Pass& pass, float grad_scale,
                                      const GradientsFinalFrom& final_from) {
   LF_CHECK(grad_scale != 0.0f, "forward_backward needs a non-zero gradient scale");
   LF_CHECK(!ws_.inference(), "forward_backward on an inference model (it keeps no activations for backward)");
-  const StepResult result = run_forward(batch, pass, grad_scale);
+  check_batch(batch);
+  const QueryRows* last_rows = select_last_rows(batch, pass);
+  last_block_rows_ = last_rows ? last_rows->Tq : batch.T;
+  const StepResult result = run_forward(batch, pass, grad_scale, last_rows);
   const TensorView<float> d_out = encoder_.output_gradient();
+  const int32_t* positions = last_rows ? head_positions_.data() : batch.masked_positions;
   timer_.backward(head_stage(), [&] {
-    head_->backward(d_out.reshape(Shape{batch.B * batch.T, spec_.d_model}), batch.masked_positions, batch.M);
+    head_->backward(d_out.reshape(Shape{d_out.size(0) * d_out.size(1), spec_.d_model}), positions, batch.M);
   });
   encoder_.backward(batch.ids, pass, final_from);
   return result;

@@ -35,6 +35,7 @@ struct KernelTime {
 
 struct TrainBenchResult {
   int64_t batch = 0, seq_len = 0, masked = 0, threads = 0, steps = 0;
+  int64_t last_block_rows = 0;  // rows per sequence the last block computed (MlmModel::last_block_rows)
   std::string thread_placement;               // openmp_thread_placement()
   double median_s = 0, min_s = 0, max_s = 0;  // forward + backward + optimizer
   double optimizer_ms = 0;                    // mean AdamW step
@@ -45,6 +46,7 @@ struct TrainBenchResult {
   double shared_tokens_per_s = 0;  // the same beside one CPU-bound process (0: not measured)
   double gflops_per_s = 0;     // 3 × forward FLOPs / median
   double forward_gflop = 0;    // per step
+  double every_row_forward_gflop = 0;  // per step, had the last block computed every row
   double flops_per_token = 0;  // 3 × forward FLOPs / (B·T)
   double peak_gflops = 0;      // the peak under the run's precision (the fraction's denominator)
   double fp32_peak_gflops = 0; // measure_matmul_peak_gflops() in fp32
@@ -56,9 +58,10 @@ struct TrainBenchResult {
 };
 
 // beside_busy_process: after the timed steps, time them again beside a CPU-bound child process
-// (a shared machine): TrainBenchResult::shared_tokens_per_s.
+// (a shared machine): TrainBenchResult::shared_tokens_per_s. every_row: the last block computes
+// every row, not only the masked ones (MlmModel::compute_every_row), for a side-by-side.
 TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int timed_steps,
-                             bool beside_busy_process = false);
+                             bool beside_busy_process = false, bool every_row = false);
 
 std::string to_json(const TrainBenchResult& r, const ModelSpec& spec);
 

@@ -1,6 +1,8 @@
 #pragma once
 // Small reductions and gathers used around the matmuls.
 
+#include "linformer/kernels/bf16.h"
+
 #include <omp.h>
 
 #include <cstddef>
@@ -70,6 +72,7 @@ void add_into(float* y, const float* x, int64_t n);
 
 // y[r, :] = x[index[r], :] for r < rows; rows of C floats. Overwrites y.
 void gather_rows(const float* x, const int32_t* index, float* y, int64_t rows, int64_t C);
+void gather_rows(const bf16* x, const int32_t* index, bf16* y, int64_t rows, int64_t C);
 
 // y[index[r], :] += x[r, :]; rows of C floats. Accumulates; repeated indices are summed.
 void scatter_add_rows(const float* x, const int32_t* index, float* y, int64_t rows, int64_t C);

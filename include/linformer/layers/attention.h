@@ -39,22 +39,27 @@ class Attention {
   static void declare(ParameterTable& table, const ModelSpec& spec, int layer);
   // The projection every layer shares (layerwise sharing), declared once before the layers.
   static void declare_shared(ParameterTable& table, const ModelSpec& spec);
-  // Matmul FLOPs of forward over B rows of T tokens (follows forward's branches).
-  static double forward_flops(const ModelSpec& spec, int layer, int64_t B, int64_t T);
+  // Matmul FLOPs of forward over B rows of T tokens, queries at Tq of them (follows forward's branches).
+  static double forward_flops(const ModelSpec& spec, int layer, int64_t B, int64_t T, int64_t Tq);
 
   // x (B, T, C) -> y (B, T, C); overwrites y and this layer's caches.
   // key_valid (B, T): 1 for real tokens (full attention's key mask).
   // x_rounded: the kernel that made x also wrote its bf16 rounding into input_bf16(g).
+  // rows, when given (selects_queries() only): queries at those rows alone, y (B, rows->Tq, C).
   void forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y, const uint8_t* key_valid,
-               const Pass& pass, bool x_rounded = false);
+               const Pass& pass, bool x_rounded = false, const QueryRows* rows = nullptr);
+  // Whether forward and backward can take query rows: compress-first Linformer, where the queries'
+  // projection runs apart from the keys' and values' (the last layer of a training model only).
+  bool selects_queries() const { return static_cast<bool>(xq_); }
   // The bf16 path of training: the cache (B·T, C) that x is rounded into once for every product
   // that reads it (in_proj's input cache, or compress-first Linformer's x cache when no row is
   // padded), for the kernel that makes x to write its rounding into; empty otherwise (x is then
   // rounded by the products themselves).
   TensorView<bf16> input_bf16(const BatchGeometry& g) const;
-  // dy (B, T, C) -> dx (B, T, C), overwritten; parameter gradients accumulate.
+  // dy (B, T, C) -> dx (B, T, C), overwritten; parameter gradients accumulate. With the forward
+  // pass's query rows dy is (B, Tq, C) and dx still (B, T, C).
   void backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx,
-                const Pass& pass);
+                const Pass& pass, const QueryRows* rows = nullptr);
 
  private:
   // One Linformer compression operator: E or F (linear), a conv filter, or parameter-free pooling.
@@ -136,6 +141,10 @@ class Attention {
   Buffer<bf16> qkv_bf16_, kv_bf16_, probs_bf16_, d_ctx_bf16_, d_probs_bf16_;
   Buffer<bf16> x_bf16_;  // cache (B,T,C): see caches_x_bf16; d_ctx_bf16_ then also holds dQ's rounding
   Buffer<bf16> d_xc_bf16_;  // backward scratch (B,K,C): a compression's output gradient, rounded once
+  // Query rows (the last layer of a training model, compress-first): x at those rows (B,Tq,C) and
+  // its rounding (the bf16 path's x cache), caches; the gradient of those rows, backward scratch.
+  Buffer<float> xq_, d_xq_;
+  Buffer<bf16> xq_bf16_;
   // bf16 inference: the scores are written in bf16 into probs_bf16_ and become P there (no f32
   // probs_): half of fp32's score memory, where otherwise bf16 would keep both.
   bool scores_in_bf16_ = false;

@@ -31,4 +31,13 @@ struct BatchGeometry {
   int64_t rows() const { return B * T; }
 };
 
+// The rows a block computes its output at, when a pass reads only some: the last block of a
+// masked-LM training step, whose output the loss reads at the masked tokens alone. Keys and values
+// still come from every token; queries, the residual, LayerNorms and the feed-forward run on Tq rows
+// per sequence: its selected tokens, then copies of its first token (never read, zero gradient).
+struct QueryRows {
+  int64_t Tq = 0;                   // rows per sequence, ≤ T
+  const int32_t* source = nullptr;  // (B·Tq) flat b·T + t of each row
+};
+
 }  // namespace linformer

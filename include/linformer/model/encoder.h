@@ -29,7 +29,8 @@ class Encoder {
   // embed.*, the blocks' tensors (and the shared Linformer projections), final_ln (pre-LN).
   static void declare(ParameterTable& table, const ModelSpec& spec);
   // Matmul FLOPs of one forward pass over B rows of T tokens (backward: twice as many).
-  static double forward_flops(const ModelSpec& spec, int64_t B, int64_t T);
+  // last_rows: the last block's rows per sequence (QueryRows), 0 for all T.
+  static double forward_flops(const ModelSpec& spec, int64_t B, int64_t T, int64_t last_rows = 0);
   static std::vector<std::string> stage_names(const ModelSpec& spec);
 
   // The padding mask's memory: not reserved in a plan that allocates nothing.
@@ -37,8 +38,13 @@ class Encoder {
 
   // ids (B, T), <pad> after each row's length; lengths (B), 1 ≤ lengths[b] ≤ T. Returns the
   // final states (B, T, C), valid until the next forward.
-  TensorView<const float> forward(int64_t B, int64_t T, const int32_t* ids, const int32_t* lengths, const Pass& pass);
-  TensorView<const float> output() const;  // (B, T, C) of the last forward
+  // last_rows, when given (selects_last_queries() only): the last block's output only at those rows,
+  // and the final states (B, last_rows->Tq, C); it must stay valid until backward().
+  TensorView<const float> forward(int64_t B, int64_t T, const int32_t* ids, const int32_t* lengths, const Pass& pass,
+                                  const QueryRows* last_rows = nullptr);
+  TensorView<const float> output() const;  // (B, T or Tq, C) of the last forward
+  // Whether forward() can take the last block's rows (its attention projects queries apart).
+  bool selects_last_queries() const { return blocks_.back()->selects_queries(); }
   // The buffer (B, T, C) the head writes the gradient of the final states into before backward().
   TensorView<float> output_gradient() const;
   // From output_gradient() back to the embedding: parameter gradients accumulate. The batch
@@ -64,6 +70,8 @@ class Encoder {
   int64_t key_valid_capacity_ = 0;                      // B·n
   std::vector<uint8_t> key_valid_;                      // (B, T): 1 at real tokens
   BatchGeometry geometry_;
+  const QueryRows* last_rows_ = nullptr;  // the last forward's
+  int64_t output_T_ = 0;                  // rows per sequence of the final states: T or Tq
 };
 
 }  // namespace linformer

@@ -43,7 +43,8 @@ class MlmModel {
   static ParameterTable parameter_table(const ModelSpec& spec);
   // Matmul FLOPs of one forward pass over B rows of T tokens with M masked positions (backward
   // takes twice as many), as the layers count them.
-  static double forward_matmul_flops(const ModelSpec& spec, int64_t B, int64_t T, int64_t M);
+  // last_rows: the last block's rows per sequence (last_block_rows()), 0 for all T.
+  static double forward_matmul_flops(const ModelSpec& spec, int64_t B, int64_t T, int64_t M, int64_t last_rows = 0);
 
   // Bytes of activations such a model would allocate, found without allocating them
   // (bench attention sizes its batches with it). Builds the parameters.
@@ -61,8 +62,15 @@ class MlmModel {
   // Loss and gradients: the gradient of grad_scale · loss_sum ACCUMULATES into params().grads().
   // For a mean over an update, grad_scale = 1 / (masked tokens in all its micro-batches).
   // `final_from` hears, during the backward pass, which gradients are final (Encoder::backward).
+  // The last block computes its output only at the masked tokens, the only rows the loss reads
+  // (when its attention projects queries apart: compress-first Linformer; see QueryRows) unless
+  // the pass drops out, so encoder_output() then holds those rows, not (B, T, C).
   StepResult forward_backward(const MlmBatchView& batch, const Pass& pass, float grad_scale,
                               const GradientsFinalFrom& final_from = {});
+  // Every row of the last block in forward_backward too (tests and benchmarks compare the two).
+  void compute_every_row(bool on) { every_row_ = on; }
+  // Rows per sequence the last block computed in the last forward_backward (T when all).
+  int64_t last_block_rows() const { return last_block_rows_; }
   // The offsets forward_backward tells `final_from`, in its order.
   std::vector<size_t> gradients_final_offsets() const { return encoder_.gradients_final_offsets(); }
 
@@ -79,7 +87,11 @@ class MlmModel {
   static std::vector<std::string> stage_names(const ModelSpec& spec);
   size_t head_stage() const { return timer_.times().names.size() - 1; }
   void check_batch(const MlmBatchView& batch) const;
-  StepResult run_forward(const MlmBatchView& batch, const Pass& pass, float grad_scale);
+  StepResult run_forward(const MlmBatchView& batch, const Pass& pass, float grad_scale,
+                         const QueryRows* last_rows = nullptr);
+  // The last block's rows for this batch (its masked tokens, per sequence), or null when it
+  // computes every row; fills query_source_ and head_positions_.
+  const QueryRows* select_last_rows(const MlmBatchView& batch, const Pass& pass);
 
   ModelSpec spec_;
   int64_t max_batch_, max_masked_;
@@ -89,6 +101,12 @@ class MlmModel {
   Encoder encoder_;
   std::unique_ptr<MlmHead> head_;
   int64_t last_masked_ = 0;
+  bool every_row_ = false;
+  int64_t last_block_rows_ = 0;
+  QueryRows last_rows_;
+  std::vector<int32_t> query_source_;    // (B·Tq) the last block's rows: flat b·T + t
+  std::vector<int32_t> head_positions_;  // (M) each masked token's row among them
+  std::vector<int32_t> per_sequence_;    // (B) scratch: masked tokens so far
 };
 
 }  // namespace linformer

@@ -1,0 +1,120 @@
+// The last block of a masked-LM training pass computes its output only at the masked tokens
+// (MlmModel::forward_backward, QueryRows): the loss and every gradient must be what computing every
+// row gives, in fp32 and on the bf16 path, post- and pre-LN, with and without padded rows. The
+// PyTorch parity test (torch_parity_test.cpp) checks the same pass against an independent model.
+
+#include "linformer/kernels/context.h"
+#include "linformer/kernels/matmul.h"
+#include "model_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace linformer {
+namespace {
+
+using testing::OwnedBatch;
+
+struct PassResult {
+  double loss = 0;
+  int64_t last_rows = 0;
+  std::vector<float> grads;
+};
+
+PassResult forward_backward(MlmModel& model, const OwnedBatch& batch, const Pass& pass) {
+  model.params().zero_grads();
+  const auto r = model.forward_backward(batch.view(), pass, 1.0f / static_cast<float>(batch.masked_positions.size()));
+  const auto& g = model.params().grads();
+  return {r.loss_sum, model.last_block_rows(), std::vector<float>(g.data(), g.data() + g.numel())};
+}
+
+// max |a - b| / max |b| over one parameter's gradient.
+double relative_error(const float* a, const float* b, int64_t n) {
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+// Two models with the same weights, one computing every row of its last block; both passes on
+// `batch`, compared tensor by tensor within `tolerance` (relative to each tensor's largest value).
+void expect_same_pass(const ModelSpec& spec, const OwnedBatch& batch, double tolerance, const Pass& pass = {}) {
+  MlmModel selected(spec, batch.B, batch.B * batch.T), every(spec, batch.B, batch.B * batch.T);
+  selected.params().initialize(3);
+  every.params().initialize(3);
+  every.compute_every_row(true);
+  const PassResult a = forward_backward(selected, batch, pass), b = forward_backward(every, batch, pass);
+  EXPECT_EQ(b.last_rows, batch.T);
+  ASSERT_LT(a.last_rows, batch.T) << "the last block computed every row";
+  EXPECT_NEAR(a.loss, b.loss, tolerance * std::abs(b.loss));
+  int compared = 0;
+  for (const auto& p : selected.params().table()) {
+    if (!p.trainable) continue;
+    const size_t offset = static_cast<size_t>(selected.params().grad(p.name).data() - selected.params().grads().data());
+    const int64_t n = selected.params().grad(p.name).numel();
+    EXPECT_LT(relative_error(a.grads.data() + offset, b.grads.data() + offset, n), tolerance) << p.name;
+    ++compared;
+  }
+  EXPECT_GT(compared, 10);
+  // forward() (loss only) still computes every row and the same loss.
+  EXPECT_NEAR(selected.forward(batch.view(), pass).loss_sum, b.loss, tolerance * std::abs(b.loss));
+}
+
+struct Case {
+  std::string name;
+  nlohmann::json changes;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class LastBlockRows : public ::testing::TestWithParam<Case> {};
+
+TEST_P(LastBlockRows, GiveTheLossAndGradientsOfEveryRowInFp32) {
+  const ModelSpec spec = testing::tiny_spec(GetParam().changes);
+  expect_same_pass(spec, testing::random_batch(16, {16, 16, 16}, spec.vocab_size, 21), 1e-5);
+  expect_same_pass(spec, testing::random_batch(16, {16, 11, 6}, spec.vocab_size, 22), 1e-5);
+}
+
+TEST_P(LastBlockRows, GiveTheLossAndGradientsOfEveryRowOnTheBf16Path) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "no avx512_bf16 on this CPU (" << dnnl_cpu_isa_name() << ")";
+  set_matmul_bf16_operands(true);
+  const ModelSpec spec = testing::tiny_spec(GetParam().changes);
+  // Rows without padding take the path that rounds x once into a cache (and gathers its rows).
+  expect_same_pass(spec, testing::random_batch(16, {16, 16, 16}, spec.vocab_size, 23), 1e-3);
+  expect_same_pass(spec, testing::random_batch(16, {16, 12, 5}, spec.vocab_size, 24), 1e-3);
+  set_matmul_bf16_operands(false);
+}
+
+INSTANTIATE_TEST_SUITE_P(CompressFirstLinformer, LastBlockRows,
+                         ::testing::Values(Case{"headwise_post", {{"sharing", "headwise"}}},
+                                           Case{"headwise_pre", {{"sharing", "headwise"}, {"norm", "pre"}}},
+                                           Case{"kv", {{"sharing", "kv"}}},
+                                           Case{"layerwise_pre", {{"sharing", "layerwise"}, {"norm", "pre"}}},
+                                           Case{"mean", {{"projection", "mean"}}},
+                                           Case{"conv", {{"projection", "conv"}}}),
+                         [](const auto& info) { return info.param.name; });
+
+// Where the last block cannot take rows (full attention, per-head projections) or the pass drops
+// out (masks are drawn per row), forward_backward computes every row.
+TEST(LastBlockRowsNot, WithFullAttentionPerHeadProjectionsOrDropout) {
+  const OwnedBatch batch = testing::random_batch(16, {16, 16, 16}, 40, 25);
+  for (const nlohmann::json& changes :
+       {nlohmann::json{{"attention", "full"}, {"k_per_layer", nlohmann::json::array()}},
+        nlohmann::json{{"sharing", "none"}}, nlohmann::json{{"projection", "max"}}}) {
+    MlmModel model(testing::tiny_spec(changes), batch.B, batch.B * batch.T);
+    model.params().initialize(3);
+    EXPECT_EQ(forward_backward(model, batch, Pass{}).last_rows, batch.T) << changes.dump();
+  }
+  MlmModel dropout(testing::tiny_spec({{"dropout", 0.1}}), batch.B, batch.B * batch.T);
+  dropout.params().initialize(3);
+  EXPECT_EQ(forward_backward(dropout, batch, Pass{true, 1, 1}).last_rows, batch.T);
+  EXPECT_LT(forward_backward(dropout, batch, Pass{false, 1, 1}).last_rows, batch.T);  // no dropout in this pass
+}
+
+}  // namespace
+}  // namespace linformer
