@@ -90,8 +90,13 @@ TEST_P(LastBlockRows, GiveTheLossAndGradientsOfEveryRowOnTheBf16Path) {
   set_matmul_bf16_operands(false);
 }
 
-INSTANTIATE_TEST_SUITE_P(CompressFirstLinformer, LastBlockRows,
-                         ::testing::Values(Case{"headwise_post", {{"sharing", "headwise"}}},
+const nlohmann::json kFull = {{"attention", "full"}, {"k_per_layer", nlohmann::json::array()}};
+
+INSTANTIATE_TEST_SUITE_P(FullAttentionAndCompressFirstLinformer, LastBlockRows,
+                         ::testing::Values(Case{"full_post", kFull},
+                                           Case{"full_pre", {{"attention", "full"}, {"k_per_layer", nlohmann::json::array()},
+                                                             {"norm", "pre"}}},
+                                           Case{"headwise_post", {{"sharing", "headwise"}}},
                                            Case{"headwise_pre", {{"sharing", "headwise"}, {"norm", "pre"}}},
                                            Case{"kv", {{"sharing", "kv"}}},
                                            Case{"layerwise_pre", {{"sharing", "layerwise"}, {"norm", "pre"}}},
@@ -99,13 +104,12 @@ INSTANTIATE_TEST_SUITE_P(CompressFirstLinformer, LastBlockRows,
                                            Case{"conv", {{"projection", "conv"}}}),
                          [](const auto& info) { return info.param.name; });
 
-// Where the last block cannot take rows (full attention, per-head projections) or the pass drops
-// out (masks are drawn per row), forward_backward computes every row.
-TEST(LastBlockRowsNot, WithFullAttentionPerHeadProjectionsOrDropout) {
+// Where the last block cannot take rows (Linformer projecting keys and values per head or max
+// pooling them: all three projections run as one) or the pass drops out (masks are drawn per
+// row), forward_backward computes every row.
+TEST(LastBlockRowsNot, WithPerHeadProjectionsMaxPoolingOrDropout) {
   const OwnedBatch batch = testing::random_batch(16, {16, 16, 16}, 40, 25);
-  for (const nlohmann::json& changes :
-       {nlohmann::json{{"attention", "full"}, {"k_per_layer", nlohmann::json::array()}},
-        nlohmann::json{{"sharing", "none"}}, nlohmann::json{{"projection", "max"}}}) {
+  for (const nlohmann::json& changes : {nlohmann::json{{"sharing", "none"}}, nlohmann::json{{"projection", "max"}}}) {
     MlmModel model(testing::tiny_spec(changes), batch.B, batch.B * batch.T);
     model.params().initialize(3);
     EXPECT_EQ(forward_backward(model, batch, Pass{}).last_rows, batch.T) << changes.dump();

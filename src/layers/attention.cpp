@@ -163,10 +163,16 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
   if (f32_probs) d_probs_ = ws.reserve_backward("attn.d_probs", {B, H_, T, S});
   d_qkv_ = ws.reserve_backward("attn.d_qkv", {B, T, q_width * C_});
   if (linformer_) d_kv_ = ws.reserve_backward("attn.d_kv", {B, K_, 2 * C_});
-  if (compress_first_ && !ws.inference() && layer == spec.layers - 1) {
+  if ((compress_first_ || !linformer_) && !ws.inference() && layer == spec.layers - 1) {
     xq_ = ws.reserve_cache(layer, "attn.xq", {B, T, C_});
     d_xq_ = ws.reserve_backward("attn.d_xq", {B, T, C_});
-    if (x_bf16_) xq_bf16_ = ws.reserve_cache<bf16>(layer, "attn.xq_bf16", {B, T, C_});
+    // The rounded query rows, gathered from the rounded x (compress-first's cache, in_proj's).
+    if (x_bf16_ || (!linformer_ && in_proj_.keeps_bf16_caches()))
+      xq_bf16_ = ws.reserve_cache<bf16>(layer, "attn.xq_bf16", {B, T, C_});
+    if (!linformer_) {
+      q_rows_ = ws.reserve_cache(layer, "attn.q_rows", {B, T, C_});
+      d_q_rows_ = ws.reserve_backward("attn.d_q_rows", {B, T, C_});
+    }
   }
   if (compress_first_) {
     d_xc_e_ = ws.reserve_backward("attn.d_xc_e", {B, K_, C_});
@@ -231,31 +237,40 @@ TensorView<const bf16> Attention::x_bf16_from_cache(const BatchGeometry& g) cons
   return ws_.view(x_bf16_, {g.B, g.T});
 }
 
-Attention::HeadsBf16 Attention::bf16_heads_from_caches(const Extents& e) const {
-  const TensorView<const bf16> qkv = ws_.view(qkv_bf16_, e);  // (3, B, T, C), or Q (B, T, C)
+Attention::HeadsBf16 Attention::bf16_heads_from_caches(const Extents& e, const Extents& eq) const {
   auto part = [&](TensorView<const bf16> parts, int which) { return heads(parts.select(0, which)); };
-  if (!linformer_) return {part(qkv, 0), part(qkv, 1), part(qkv, 2)};
+  // (3, B, T, C) for full attention, each part a dense block: Q's first B·Tq rows are its (B, Tq, C).
+  if (!linformer_) return {part(ws_.view(qkv_bf16_, eq), 0), part(ws_.view(qkv_bf16_, e), 1), part(ws_.view(qkv_bf16_, e), 2)};
   const TensorView<const bf16> kv = ws_.view(kv_bf16_, e);  // (2, B, K, C)
-  return {heads(qkv), part(kv, 0), part(kv, 1)};
+  return {heads(ws_.view(qkv_bf16_, eq)), part(kv, 0), part(kv, 1)};  // Q (B, Tq, C)
 }
 
-Attention::HeadsBf16 Attention::round_heads_into_bf16_caches(const Extents& e, bool projected_rounded) const {
-  const TensorView<float> qkv = ws_.view(qkv_, e);
+TensorView<float> Attention::queries_f32(const Extents& eq, bool rows) const {
+  if (rows && !linformer_) return ws_.view(q_rows_, eq);
+  return qkv_part(ws_.view(qkv_, eq), 0);
+}
+
+TensorView<float> Attention::queries_gradient(const Extents& eq, bool rows) const {
+  if (rows && !linformer_) return ws_.view(d_q_rows_, eq);
+  return qkv_part(ws_.view(d_qkv_, eq), 0);
+}
+
+Attention::HeadsBf16 Attention::round_heads_into_bf16_caches(const Extents& e, const Extents& eq, bool rows,
+                                                             bool projected_rounded) const {
   // Full attention rounds Q, K and V; Linformer Q (the first C columns of its buffer), K̃ and Ṽ; each
   // part into its dense block (convert_to_bf16 writes a column slice densely).
-  const TensorView<bf16> qkv_bf16 = ws_.view(qkv_bf16_, e);
   if (!projected_rounded) {
-    if (linformer_)
-      convert_to_bf16(qkv.slice(2, 0, C_), qkv_bf16.data());
-    else
-      for (int which = 0; which < 3; ++which) convert_to_bf16(qkv_part(qkv, which), qkv_bf16.select(0, which).data());
+    convert_to_bf16(queries_f32(eq, rows), linformer_ ? ws_.view(qkv_bf16_, eq).data() : ws_.view(qkv_bf16_, eq).select(0, 0).data());
+    if (!linformer_)
+      for (int which = 1; which < 3; ++which)
+        convert_to_bf16(qkv_part(ws_.view(qkv_, e), which), ws_.view(qkv_bf16_, e).select(0, which).data());
   }
   if (linformer_) {
     const TensorView<bf16> kv_bf16 = ws_.view(kv_bf16_, e);
     for (int which = 0; which < 2; ++which)
       convert_to_bf16(kv_part(ws_.view(kv_, e), which), kv_bf16.select(0, which).data());
   }
-  return bf16_heads_from_caches(e);
+  return bf16_heads_from_caches(e, eq);
 }
 
 // ---- Linformer compression ----------------------------------------------------------
@@ -431,7 +446,34 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   // On the bf16 path of training, Q (and full attention's K and V) feed only bf16 products: their
   // projection then writes them rounded into their bf16 cache, never in f32.
   bool projected_rounded = false;
-  if (!linformer_) {
+  if (!linformer_ && rows) {
+    // K and V over every row, Q over the query rows: each its own product.
+    const TensorView<float> qkv = ws_.view(qkv_, e);  // (B, T, 3C): K and V parts used
+    projected_rounded = x_rounded || (runs_bf16() && in_proj_.keeps_bf16_caches() && x2.is_contiguous());
+    LF_CHECK(x.is_contiguous(), "attention layer {}: query rows of a strided input", layer_);
+    const TensorView<float> xq = ws_.view(xq_, eq).reshape(Shape{B * Tq, C_});
+    gather_rows(x.data(), rows->source, xq.data(), B * Tq, C_);
+    if (projected_rounded) {  // into the dense Q, K, V blocks of the bf16 cache
+      const TensorView<bf16> x_bf16 = in_proj_.input_bf16(B * T);  // (B·T, C)
+      if (!x_rounded) convert_to_bf16(x2, x_bf16.data());
+      const TensorView<bf16> xq_bf16 = ws_.view(xq_bf16_, eq).reshape(Shape{B * Tq, C_});
+      gather_rows(x_bf16.data(), rows->source, xq_bf16.data(), B * Tq, C_);
+      const TensorView<const bf16> w = in_proj_.w_bf16;
+      for (int which = 1; which < 3; ++which)
+        matmul(TensorView<const bf16>(x_bf16), w.slice(0, which * C_, (which + 1) * C_).transpose(0, 1),
+               ws_.view(qkv_bf16_, e).select(0, which).reshape(Shape{B * T, C_}), b_in + which * C_);
+      matmul(TensorView<const bf16>(xq_bf16), w.slice(0, 0, C_).transpose(0, 1),
+             ws_.view(qkv_bf16_, eq).select(0, 0).reshape(Shape{B * Tq, C_}), b_in);
+    } else {
+      matmul(x2, w_in(1, 3).transpose(0, 1), qkv.reshape(Shape{B * T, 3 * C_}).slice(1, C_, 3 * C_),
+             Accumulate::overwrite, b_in + C_);
+      matmul(TensorView<const float>(xq), w_in(0, 1).transpose(0, 1), queries_f32(eq, true).reshape(Shape{B * Tq, C_}),
+             Accumulate::overwrite, b_in);
+    }
+    queries = heads(queries_f32(eq, true));
+    keys = heads(qkv_part(qkv, 1));
+    values = heads(qkv_part(qkv, 2));
+  } else if (!linformer_) {
     const TensorView<float> qkv = ws_.view(qkv_, e);  // (B, T, 3C)
     projected_rounded = x_rounded || (runs_bf16() && in_proj_.keeps_bf16_caches() && x2.is_contiguous());
     const auto qkv_bf16 = [&] { return ws_.view(qkv_bf16_, e).reshape(Shape{3, B * T, C_}); };  // Q, K, V blocks
@@ -506,8 +548,8 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   const uint8_t* mask = linformer_ ? nullptr : key_valid;
   if (scores_in_bf16_) {  // inference: the scores in bf16, their softmax in place, then P V
     LF_CHECK(rounds_bf16, "attention layer {}: built for bf16 inference, run with f32 matmuls", layer_);
-    const HeadsBf16 rounded = round_heads_into_bf16_caches(eq, projected_rounded);
-    const TensorView<bf16> probs_bf16 = ws_.view(probs_bf16_, eq);
+    const HeadsBf16 rounded = round_heads_into_bf16_caches(e, eq, rows != nullptr, projected_rounded);
+    const TensorView<bf16> probs_bf16 = scores_view(probs_bf16_, e, Tq);
     matmul(rounded.queries, rounded.keys.transpose(2, 3), probs_bf16);
     softmax_forward_bf16_in_place(probs_bf16.data(), B * H_ * Tq, S, scale, mask, H_ * Tq);
     matmul(TensorView<const bf16>(probs_bf16), rounded.values, heads(ctx));
@@ -519,13 +561,13 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   // P's rounding, the P·V operand without dropout and what the backward reads: P is not kept in f32
   // (n × n floats: the memory, not the speed, is what that saves; results/2026-11-26_zen5_bf16_probs).
   // With dropout the rounding goes to the f32 cache, which dropout scales.
-  const TensorView<float> probs = probs_ ? ws_.view(probs_, eq) : TensorView<float>{};  // none: P in bf16 only
+  const TensorView<float> probs = probs_ ? scores_view(probs_, e, Tq) : TensorView<float>{};  // none: P in bf16 only
   const bool dropped = pass.training && spec_.attention_dropout > 0;
   LF_CHECK(rounds_bf16 || probs_, "attention layer {}: built for bf16 training, run with f32 matmuls", layer_);
   HeadsBf16 rounded;
   if (rounds_bf16) {
-    rounded = round_heads_into_bf16_caches(eq, projected_rounded);
-    const TensorView<bf16> scores = ws_.view(probs_bf16_, eq);
+    rounded = round_heads_into_bf16_caches(e, eq, rows != nullptr, projected_rounded);
+    const TensorView<bf16> scores = scores_view(probs_bf16_, e, Tq);
     matmul(rounded.queries, rounded.keys.transpose(2, 3), scores);
     softmax_forward_bf16_scores(scores.data(), dropped ? probs.data() : nullptr, dropped ? nullptr : scores.data(),
                                 B * H_ * Tq, S, scale, mask, H_ * Tq);
@@ -535,11 +577,11 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
     softmax_forward(probs.data(), probs.data(), B * H_ * Tq, S, scale, mask, H_ * Tq);
     if (matmul_bf16_operands()) round_to_bf16_values(probs.data(), probs.numel());  // P as the bf16 path keeps it
   }
-  const TensorView<bf16> probs_bf16 = rounds_bf16 ? ws_.view(probs_bf16_, eq) : TensorView<bf16>{};
+  const TensorView<bf16> probs_bf16 = rounds_bf16 ? scores_view(probs_bf16_, e, Tq) : TensorView<bf16>{};
 
   TensorView<float> used = probs;
   if (dropped) {
-    used = ws_.view(probs_dropped_, eq);
+    used = scores_view(probs_dropped_, e, Tq);
     dropout_apply(probs.data(), used.data(), used.numel(), spec_.attention_dropout, pass.seed,
                   dropout_stream(DropoutSite::attention_probs, layer_, pass));
   }
@@ -566,12 +608,12 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   const int64_t Tq = rows ? rows->Tq : T;  // query rows per sequence
   const Extents e{B, T}, eq{B, Tq};
   const float scale = 1.0f / std::sqrt(static_cast<float>(D_));
-  const TensorView<float> probs = probs_ ? ws_.view(probs_, eq) : TensorView<float>{};  // none: P in bf16 only
+  const TensorView<float> probs = probs_ ? scores_view(probs_, e, Tq) : TensorView<float>{};  // none: P in bf16 only
   const TensorView<float> ctx = ws_.view(ctx_, eq);
   const TensorView<float> d_ctx = ws_.view(d_ctx_, eq);
-  const TensorView<float> d_probs = d_probs_ ? ws_.view(d_probs_, eq) : TensorView<float>{};
+  const TensorView<float> d_probs = d_probs_ ? scores_view(d_probs_, e, Tq) : TensorView<float>{};
   const bool dropped = pass.training && spec_.attention_dropout > 0;
-  const TensorView<float> used = dropped ? ws_.view(probs_dropped_, eq) : probs;
+  const TensorView<float> used = dropped ? scores_view(probs_dropped_, e, Tq) : probs;
   const auto x2 = x.reshape(Shape{B * T, C_});
   const auto dx2 = dx.reshape(Shape{B * T, C_});
   float* db_in = in_proj_.db.data();
@@ -587,9 +629,11 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
     out_proj_.backward(dy.reshape(Shape{B * Tq, C_}), ctx.reshape(Shape{B * Tq, C_}), d_ctx.reshape(Shape{B * Tq, C_}));
   }
 
-  // Q, K, V (as the forward pass used them) and their gradients' buffers, per head.
-  const TensorView<float> qkv = ws_.view(qkv_, eq);
-  const TensorView<float> d_qkv = ws_.view(d_qkv_, eq);
+  // Q, K, V (as the forward pass used them) and their gradients' buffers, per head. Linformer's
+  // qkv buffers hold Q only (compress-first, B·Tq rows), full attention's K and V too (B·T rows).
+  const Extents e_qkv = linformer_ ? eq : e;
+  const TensorView<float> qkv = ws_.view(qkv_, e_qkv);
+  const TensorView<float> d_qkv = ws_.view(d_qkv_, e_qkv);
   TensorView<float> keys, values, d_keys, d_values, kv, d_kv;
   if (!linformer_) {
     keys = heads(qkv_part(qkv, 1));
@@ -616,11 +660,11 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
                   dropout_stream(DropoutSite::attention_probs, layer_, pass));
   };
   if (rounds_bf16) {
-    const HeadsBf16 rounded = bf16_heads_from_caches(eq);
-    const TensorView<const bf16> used_bf16 = ws_.view(probs_bf16_, eq);
+    const HeadsBf16 rounded = bf16_heads_from_caches(e, eq);
+    const TensorView<const bf16> used_bf16 = scores_view(probs_bf16_, e, Tq);
     const TensorView<const bf16> d_ctx_h =
         heads(d_ctx_bf16.data() ? TensorView<const bf16>(d_ctx_bf16) : convert_to_bf16(d_ctx, ws_.view(d_ctx_bf16_, eq).data()));
-    const TensorView<bf16> d_scores = ws_.view(d_probs_bf16_, eq);
+    const TensorView<bf16> d_scores = scores_view(d_probs_bf16_, e, Tq);
     if (!dropped) {  // dP in bf16, turned into d_scores in place
       matmul(d_ctx_h, rounded.values.transpose(2, 3), d_scores);
       softmax_backward_bf16_gradient(d_scores.data(), used_bf16.data(), d_scores.data(), B * H_ * Tq, S, scale);
@@ -631,7 +675,7 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
       softmax_backward_bf16(d_probs.data(), probs.data(), d_scores.data(), B * H_ * Tq, S, scale);
     }
     matmul(used_bf16.transpose(2, 3), d_ctx_h, d_values);
-    matmul(TensorView<const bf16>(d_scores), rounded.keys, heads(qkv_part(d_qkv, 0)));
+    matmul(TensorView<const bf16>(d_scores), rounded.keys, heads(queries_gradient(eq, rows != nullptr)));
     matmul(TensorView<const bf16>(d_scores).transpose(2, 3), rounded.queries, d_keys);
   } else {
     matmul(d_ctx_h, values.transpose(2, 3), d_probs);
@@ -639,10 +683,38 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
     matmul(used.transpose(2, 3), d_ctx_h, d_values);
     if (dropped) dropout_on_gradient();
     softmax_backward(d_probs.data(), probs.data(), d_probs.data(), B * H_ * Tq, S, scale);
-    matmul(d_probs, keys, heads(qkv_part(d_qkv, 0)));
-    matmul(d_probs.transpose(2, 3), heads(qkv_part(qkv, 0)), d_keys);
+    matmul(d_probs, keys, heads(queries_gradient(eq, rows != nullptr)));
+    matmul(d_probs.transpose(2, 3), heads(queries_f32(eq, rows != nullptr)), d_keys);
   }
 
+  if (!linformer_ && rows) {
+    // In the forward pass: K | V = x W_KVᵀ + b_KV over every row, Q = x_q W_Qᵀ + b_Q over the query
+    // rows. So dx = dKV W_KV + (dQ W_Q scattered to the rows), dW += dKVᵀ x, dQᵀ x_q.
+    const TensorView<float> d_kv2 = d_qkv.reshape(Shape{B * T, 3 * C_}).slice(1, C_, 3 * C_);  // (B·T, 2C)
+    const TensorView<float> d_q2 = queries_gradient(eq, true).reshape(Shape{B * Tq, C_});
+    const TensorView<float> dxq2 = ws_.view(d_xq_, eq).reshape(Shape{B * Tq, C_});
+    add_column_sums(d_kv2.data(), B * T, 2 * C_, 3 * C_, db_in + C_);
+    add_column_sums(d_q2.data(), B * Tq, C_, C_, db_in);
+    const TensorView<const bf16> x_bf16 = in_proj_.input_bf16(B * T);  // (B·T, C), forward's rounding
+    if (runs_bf16() && x_bf16.data() && x2.is_contiguous()) {  // each gradient rounded once for its two products
+      const TensorView<const bf16> w = in_proj_.w_bf16;
+      const TensorView<const bf16> d_kv_bf16 = convert_to_bf16(d_kv2, in_proj_.output_gradient_bf16(B * T).data());
+      matmul(d_kv_bf16.transpose(0, 1), x_bf16, dw_in(1, 3), Accumulate::add);
+      matmul(d_kv_bf16, w.slice(0, C_, 3 * C_), dx2);
+      const TensorView<const bf16> d_q_bf16 = convert_to_bf16(d_q2, ws_.view(d_ctx_bf16_, eq).data());  // done with
+      matmul(d_q_bf16.transpose(0, 1), TensorView<const bf16>(ws_.view(xq_bf16_, eq)).reshape(Shape{B * Tq, C_}),
+             dw_in(0, 1), Accumulate::add);
+      matmul(d_q_bf16, w.slice(0, 0, C_), dxq2);
+    } else {
+      matmul(d_kv2.transpose(0, 1), x2, dw_in(1, 3), Accumulate::add);
+      matmul(d_kv2, w_in(1, 3), dx2);
+      matmul(d_q2.transpose(0, 1), TensorView<const float>(ws_.view(xq_, eq)).reshape(Shape{B * Tq, C_}), dw_in(0, 1),
+             Accumulate::add);
+      matmul(d_q2, w_in(0, 1), dxq2);
+    }
+    scatter_add_rows(dxq2.data(), rows->source, dx2.data(), B * Tq, C_);
+    return;
+  }
   if (!linformer_) {
     in_proj_.backward(d_qkv.reshape(Shape{B * T, 3 * C_}), x2, dx2);
     return;

@@ -48,8 +48,9 @@ class Attention {
   // rows, when given (selects_queries() only): queries at those rows alone, y (B, rows->Tq, C).
   void forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y, const uint8_t* key_valid,
                const Pass& pass, bool x_rounded = false, const QueryRows* rows = nullptr);
-  // Whether forward and backward can take query rows: compress-first Linformer, where the queries'
-  // projection runs apart from the keys' and values' (the last layer of a training model only).
+  // Whether forward and backward can take query rows: full attention and compress-first Linformer,
+  // whose queries' projection can run apart from the keys' and values' (the last layer of a
+  // training model only).
   bool selects_queries() const { return static_cast<bool>(xq_); }
   // The bf16 path of training: the cache (B·T, C) that x is rounded into once for every product
   // that reads it (in_proj's input cache, or compress-first Linformer's x cache when no row is
@@ -90,6 +91,13 @@ class Attention {
   TensorView<const float> w_in(int begin, int end) const;
   TensorView<float> dw_in(int begin, int end) const;
 
+  // A scores-shaped buffer (B, H, T, S) as (B, H, Tq, S): its first B·H·Tq rows. S is T itself for
+  // full attention, so the view cannot come from extents with Tq for T.
+  template <class T>
+  TensorView<T> scores_view(const Buffer<T>& buffer, const Extents& e, int64_t Tq) const {
+    const TensorView<T> all = ws_.view(buffer, e);
+    return TensorView<T>(all.data(), Shape{all.size(0), H_, Tq, all.size(3)});
+  }
   // Views of the qkv buffer (B, T, 3C): which = 0 (Q), 1 (K), 2 (V).
   TensorView<float> qkv_part(TensorView<float> qkv, int which) const;
   // (B, K, 2C) K̃ | Ṽ buffers as (B, K, C): which = 0 (K̃), 1 (Ṽ); as (B·K, C) with flat().
@@ -108,8 +116,13 @@ class Attention {
     TensorView<const bf16> queries, keys, values;
   };
   // projected_rounded: the projections wrote Q (and full attention's K and V) rounded already.
-  HeadsBf16 round_heads_into_bf16_caches(const Extents& e, bool projected_rounded) const;
-  HeadsBf16 bf16_heads_from_caches(const Extents& e) const;
+  // e: every row (keys and values), eq: the query rows (e itself without QueryRows).
+  HeadsBf16 round_heads_into_bf16_caches(const Extents& e, const Extents& eq, bool rows, bool projected_rounded) const;
+  HeadsBf16 bf16_heads_from_caches(const Extents& e, const Extents& eq) const;
+  // The f32 Q (B, Tq, C) of the last forward: a part of the qkv cache, or with query rows (full
+  // attention) its own cache, since Q then has fewer rows than K and V.
+  TensorView<float> queries_f32(const Extents& eq, bool rows) const;
+  TensorView<float> queries_gradient(const Extents& eq, bool rows) const;
   bool runs_bf16() const;
   // Training on the bf16 path: P·V writes ctx rounded into out_proj's input cache, and out_proj's
   // backward writes d_ctx rounded into d_ctx_bf16_: neither is kept in f32.
@@ -145,6 +158,7 @@ class Attention {
   // its rounding (the bf16 path's x cache), caches; the gradient of those rows, backward scratch.
   Buffer<float> xq_, d_xq_;
   Buffer<bf16> xq_bf16_;
+  Buffer<float> q_rows_, d_q_rows_;  // full attention with query rows: Q (B,Tq,C) cache, dQ scratch
   // bf16 inference: the scores are written in bf16 into probs_bf16_ and become P there (no f32
   // probs_): half of fp32's score memory, where otherwise bf16 would keep both.
   bool scores_in_bf16_ = false;
