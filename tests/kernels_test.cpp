@@ -501,6 +501,36 @@ TEST(Dropout, AddIsTheResidualOfTheSameMaskInOnePass) {
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], x[i] + branch[i]);
 }
 
+// Rows of a site computed alone (a layer's query rows) take the masks of those rows in the whole
+// site: row r of dropout_*_rows is row index[r] of dropout_* over every row. A width that is not a
+// multiple of a Philox batch (128 elements) makes rows start inside one.
+TEST(Dropout, RowsTakeTheMasksOfTheirRowsInTheWholeSite) {
+  const int64_t all_rows = 40, width = 75;
+  const std::vector<float> x = random_vector(all_rows * width, 14), branch = random_vector(all_rows * width, 15);
+  std::vector<float> dropped(all_rows * width), summed(all_rows * width);
+  dropout_apply(branch.data(), dropped.data(), all_rows * width, 0.3f, 5, 6);
+  dropout_add(x.data(), branch.data(), summed.data(), all_rows * width, 0.3f, 5, 6);
+  const std::vector<int32_t> index = {39, 3, 3, 0, 17, 22, 1};  // any order, repeats
+  const int64_t rows = static_cast<int64_t>(index.size());
+  std::vector<float> x_rows(rows * width), branch_rows(rows * width), y(rows * width), z(rows * width);
+  gather_rows(x.data(), index.data(), x_rows.data(), rows, width);
+  gather_rows(branch.data(), index.data(), branch_rows.data(), rows, width);
+  dropout_apply_rows(branch_rows.data(), y.data(), rows, width, index.data(), 0.3f, 5, 6);
+  dropout_add_rows(x_rows.data(), branch_rows.data(), z.data(), rows, width, index.data(), 0.3f, 5, 6);
+  int64_t dropped_count = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < width; ++c) {
+      const int64_t i = r * width + c, whole = static_cast<int64_t>(index[r]) * width + c;
+      ASSERT_EQ(y[i], dropped[whole]) << "row " << r << " column " << c;
+      ASSERT_EQ(z[i], summed[whole]) << "row " << r << " column " << c;
+      dropped_count += y[i] == 0.0f;
+    }
+  EXPECT_GT(dropped_count, rows * width / 5);  // p = 0.3 really dropped
+  // Without an index, the rows in order: dropout_apply itself.
+  dropout_apply_rows(branch.data(), y.data(), 2, width, nullptr, 0.3f, 5, 6);
+  EXPECT_TRUE(std::equal(y.begin(), y.begin() + 2 * width, dropped.begin()));
+}
+
 TEST(Reduce, ColumnSumsGatherScatter) {
   const std::vector<float> x = {1, 2, 3, 9, 4, 5, 6, 9};  // 2 rows of 3 with a row stride of 4
   std::vector<float> sums = {10, 20, 30};

@@ -36,7 +36,61 @@ void for_each_mask_element(int64_t n, float p, uint64_t seed, uint64_t stream, W
   }
 }
 
+// The same for rows of `width` elements, row r standing for the site's row index[r]: its elements
+// are the site's index[r]·width + c, with those elements' uniforms. Calls write(r·width + c, …).
+template <class Write>
+void for_each_row_mask_element(int64_t rows, int64_t width, const int32_t* index, float p, uint64_t seed,
+                               uint64_t stream, Write write) {
+  const float scale = 1.0f / (1.0f - p);
+  const uint32_t threshold = static_cast<uint32_t>(static_cast<double>(p) * 65536.0);
+  const PhiloxKey key = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
+  constexpr int64_t kPerBatch = 8 * kPhiloxBatch;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t first = static_cast<int64_t>(index[r]) * width, end = first + width;
+    for (int64_t batch = first / kPerBatch; batch * kPerBatch < end; ++batch) {
+      uint32_t words[4][kPhiloxBatch];
+      philox4x32_10_batch(static_cast<uint64_t>(batch) * kPhiloxBatch, stream, key, words);
+      uint32_t uniform[kPerBatch];  // as for_each_mask_element lays them out
+      for (int w = 0; w < 4; ++w)
+        for (int block = 0; block < kPhiloxBatch; ++block) {
+          uniform[8 * block + 2 * w] = words[w][block] & 0xFFFFu;
+          uniform[8 * block + 2 * w + 1] = words[w][block] >> 16;
+        }
+      const int64_t begin = std::max(first, batch * kPerBatch), stop = std::min(end, (batch + 1) * kPerBatch);
+      for (int64_t i = begin; i < stop; ++i)
+        write(r * width + (i - first), uniform[i - batch * kPerBatch] >= threshold, scale);
+    }
+  }
+}
+
 }  // namespace
+
+void dropout_apply_rows(const float* x, float* y, int64_t rows, int64_t width, const int32_t* row_index, float p,
+                        uint64_t seed, uint64_t stream) {
+  if (row_index == nullptr || p <= 0.0f) {
+    dropout_apply(x, y, rows * width, p, seed, stream);
+    return;
+  }
+  const KernelTimer timer(KernelKind::dropout);
+  for_each_row_mask_element(rows, width, row_index, p, seed, stream, [=](int64_t i, bool kept, float scale) {
+    const float scaled = x[i] * scale;
+    y[i] = kept ? scaled : 0.0f;
+  });
+}
+
+void dropout_add_rows(const float* x, const float* branch, float* y, int64_t rows, int64_t width,
+                      const int32_t* row_index, float p, uint64_t seed, uint64_t stream) {
+  if (row_index == nullptr || p <= 0.0f) {
+    dropout_add(x, branch, y, rows * width, p, seed, stream);
+    return;
+  }
+  const KernelTimer timer(KernelKind::dropout);
+  for_each_row_mask_element(rows, width, row_index, p, seed, stream, [=](int64_t i, bool kept, float scale) {
+    const float scaled = branch[i] * scale, base = x[i];
+    y[i] = base + (kept ? scaled : 0.0f);
+  });
+}
 
 void dropout_apply(const float* x, float* y, int64_t n, float p, uint64_t seed, uint64_t stream) {
   const KernelTimer timer(KernelKind::dropout);

@@ -169,6 +169,7 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
     // The rounded query rows, gathered from the rounded x (compress-first's cache, in_proj's).
     if (x_bf16_ || (!linformer_ && in_proj_.keeps_bf16_caches()))
       xq_bf16_ = ws.reserve_cache<bf16>(layer, "attn.xq_bf16", {B, T, C_});
+    if (spec.attention_dropout > 0) score_rows_.reserve(static_cast<size_t>(max_batch * H_ * n_));
     if (!linformer_) {
       q_rows_ = ws.reserve_cache(layer, "attn.q_rows", {B, T, C_});
       d_q_rows_ = ws.reserve_backward("attn.d_q_rows", {B, T, C_});
@@ -429,6 +430,20 @@ void Attention::compress_backward(const BatchGeometry& g, const Projection& p, T
 
 // ---- forward and backward ---------------------------------------------------------------
 
+const int32_t* Attention::score_rows(const BatchGeometry& g, const QueryRows* rows) {
+  if (!rows) return nullptr;
+  const int64_t Tq = rows->Tq;
+  LF_CHECK(score_rows_.capacity() >= static_cast<size_t>(g.B * H_ * Tq), "attention layer {}: no room for {} score rows",
+           layer_, g.B * H_ * Tq);
+  score_rows_.resize(static_cast<size_t>(g.B * H_ * Tq));  // within the reserved capacity: no allocation
+  for (int64_t b = 0; b < g.B; ++b)
+    for (int64_t h = 0; h < H_; ++h)
+      for (int64_t j = 0; j < Tq; ++j)
+        score_rows_[static_cast<size_t>((b * H_ + h) * Tq + j)] =
+            static_cast<int32_t>((b * H_ + h) * g.T + (rows->source[b * Tq + j] - b * g.T));
+  return score_rows_.data();
+}
+
 void Attention::forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y,
                         const uint8_t* key_valid, const Pass& pass, bool x_rounded, const QueryRows* rows) {
   LF_CHECK(!x_rounded || input_bf16(g).data() != nullptr,
@@ -582,8 +597,8 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   TensorView<float> used = probs;
   if (dropped) {
     used = scores_view(probs_dropped_, e, Tq);
-    dropout_apply(probs.data(), used.data(), used.numel(), spec_.attention_dropout, pass.seed,
-                  dropout_stream(DropoutSite::attention_probs, layer_, pass));
+    dropout_apply_rows(probs.data(), used.data(), B * H_ * Tq, S, score_rows(g, rows), spec_.attention_dropout,
+                       pass.seed, dropout_stream(DropoutSite::attention_probs, layer_, pass));
   }
   // ctx_h (B, H, T, D) = P_h V_h
   if (ctx_in_bf16()) {  // written rounded, straight into out_proj's input cache (no f32 ctx)
@@ -656,8 +671,8 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   // With bf16 operands dP is a bf16 result, like the scores; d_scores feeds only bf16 products.
   const bool rounds_bf16 = runs_bf16();
   const auto dropout_on_gradient = [&] {  // P_used = dropout(P): the same mask on the gradient
-    dropout_apply(d_probs.data(), d_probs.data(), d_probs.numel(), spec_.attention_dropout, pass.seed,
-                  dropout_stream(DropoutSite::attention_probs, layer_, pass));
+    dropout_apply_rows(d_probs.data(), d_probs.data(), B * H_ * Tq, S, rows ? score_rows_.data() : nullptr,
+                       spec_.attention_dropout, pass.seed, dropout_stream(DropoutSite::attention_probs, layer_, pass));
   };
   if (rounds_bf16) {
     const HeadsBf16 rounded = bf16_heads_from_caches(e, eq);

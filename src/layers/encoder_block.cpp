@@ -6,16 +6,20 @@
 namespace linformer {
 
 namespace {
-// y = x + dropout(branch) in one pass; y may be branch itself (elementwise).
+// y = x + dropout(branch) in one pass; y may be branch itself (elementwise). All (rows, C); with
+// query rows, row r takes the mask of the layer's row rows->source[r].
 void residual_add(TensorView<const float> x, TensorView<float> branch, TensorView<float> y, float p, const Pass& pass,
-                  uint64_t stream) {
-  dropout_add(x.data(), branch.data(), y.data(), y.numel(), pass.training ? p : 0.0f, pass.seed, stream);
+                  uint64_t stream, const QueryRows* rows) {
+  dropout_add_rows(x.data(), branch.data(), y.data(), y.size(0), y.size(1), rows ? rows->source : nullptr,
+                   pass.training ? p : 0.0f, pass.seed, stream);
 }
 
 // d_branch = dropout(dy) with the forward mask.
 void residual_backward(TensorView<const float> dy, TensorView<float> d_branch, float p, const Pass& pass,
-                       uint64_t stream) {
-  if (pass.training) dropout_apply(dy.data(), d_branch.data(), dy.numel(), p, pass.seed, stream);
+                       uint64_t stream, const QueryRows* rows) {
+  if (pass.training)
+    dropout_apply_rows(dy.data(), d_branch.data(), dy.size(0), dy.size(1), rows ? rows->source : nullptr, p, pass.seed,
+                       stream);
   else std::copy(dy.data(), dy.data() + dy.numel(), d_branch.data());
 }
 
@@ -85,9 +89,9 @@ void EncoderBlock::forward(const BatchGeometry& g, TensorView<const float> x, Te
   const auto attention_residual = [&] {
     if (rows) {
       gather_rows(x2.data(), rows->source, a.data(), out_rows, C);
-      residual_add(a, branch, a, spec_.dropout, pass, s_attn);
+      residual_add(a, branch, a, spec_.dropout, pass, s_attn, rows);
     } else {
-      residual_add(x2, branch, a, spec_.dropout, pass, s_attn);
+      residual_add(x2, branch, a, spec_.dropout, pass, s_attn, rows);
     }
   };
 
@@ -98,8 +102,8 @@ void EncoderBlock::forward(const BatchGeometry& g, TensorView<const float> x, Te
     attention_residual();
     const TensorView<bf16> h_bf16 = ffn_.input_bf16(out_rows);  // bf16 path: LayerNorm rounds h for fc1
     ln_attn_.forward(a, h, mean1, rstd1, h_bf16);
-    ffn_.forward(h, branch, pass, h_bf16.data() != nullptr);
-    residual_add(h, branch, f, spec_.dropout, pass, s_ffn);
+    ffn_.forward(h, branch, pass, h_bf16.data() != nullptr, rows ? rows->source : nullptr);
+    residual_add(h, branch, f, spec_.dropout, pass, s_ffn, rows);
     ln_ffn_.forward(f, y.reshape(flat), mean2, rstd2, y_bf16);  // and the next block's attention input
   } else {
     LF_CHECK(!x_rounded && !y_bf16.data(), "encoder block {}: pre-LN rounds its attention input itself", layer_);
@@ -113,8 +117,8 @@ void EncoderBlock::forward(const BatchGeometry& g, TensorView<const float> x, Te
     attention_residual();
     const TensorView<bf16> h_bf16 = ffn_.input_bf16(out_rows);  // bf16 path: LayerNorm rounds h for fc1
     ln_ffn_.forward(a, h, mean2, rstd2, h_bf16);
-    ffn_.forward(h, branch, pass, h_bf16.data() != nullptr);
-    residual_add(a, branch, y.reshape(flat), spec_.dropout, pass, s_ffn);
+    ffn_.forward(h, branch, pass, h_bf16.data() != nullptr, rows ? rows->source : nullptr);
+    residual_add(a, branch, y.reshape(flat), spec_.dropout, pass, s_ffn, rows);
   }
 }
 
@@ -145,13 +149,13 @@ void EncoderBlock::backward(const BatchGeometry& g, TensorView<const float> x, T
     // y = LN_ffn(f): df into d_mid.
     ln_ffn_.backward(dy2, f, mean2, rstd2, d_mid);
     // f = h + drop(ffn(h)): dh = df + ffn'(drop'(df)); dh accumulates in d_out_rows (scratch).
-    residual_backward(d_mid, d_branch, spec_.dropout, pass, s_ffn);
-    ffn_.backward(h, d_branch, d_out_rows, pass);
+    residual_backward(d_mid, d_branch, spec_.dropout, pass, s_ffn, rows);
+    ffn_.backward(h, d_branch, d_out_rows, pass, rows ? rows->source : nullptr);
     add_into(d_out_rows.data(), d_mid.data(), d_out_rows.numel());
     // h = LN_attn(a): da into d_mid.
     ln_attn_.backward(d_out_rows, a, mean1, rstd1, d_mid);
     // a = x + drop(attn(x)): dx = da + attn'(drop'(da)).
-    residual_backward(d_mid, d_branch, spec_.dropout, pass, s_attn);
+    residual_backward(d_mid, d_branch, spec_.dropout, pass, s_attn, rows);
     attention_.backward(g, x, d_branch.reshape(shaped), dx, pass, rows);
     add_residual_gradient(d_mid);
   } else {
@@ -159,12 +163,12 @@ void EncoderBlock::backward(const BatchGeometry& g, TensorView<const float> x, T
     const TensorView<float> attn_in = ws_.view(attn_in_, all);
     const TensorView<float> d_attn_in = ws_.view(d_mid_, all), d_ln_attn = ws_.view(d_branch_, all);
     // y = a + drop(ffn(LN_ffn(a))): da = dy + LN_ffn'(ffn'(drop'(dy))).
-    residual_backward(dy2, d_branch, spec_.dropout, pass, s_ffn);
-    ffn_.backward(h, d_branch, d_mid, pass);               // d_mid = d(LN_ffn output)
+    residual_backward(dy2, d_branch, spec_.dropout, pass, s_ffn, rows);
+    ffn_.backward(h, d_branch, d_mid, pass, rows ? rows->source : nullptr);  // d_mid = d(LN_ffn output)
     ln_ffn_.backward(d_mid, a, mean2, rstd2, d_out_rows);  // d_out_rows = LN_ffn'(…) (scratch for da)
     add_into(d_out_rows.data(), dy2.data(), d_out_rows.numel());  // d_out_rows = da
     // a = x + drop(attn(LN_attn(x))): dx = da + LN_attn'(attn'(drop'(da))).
-    residual_backward(d_out_rows, d_branch, spec_.dropout, pass, s_attn);
+    residual_backward(d_out_rows, d_branch, spec_.dropout, pass, s_attn, rows);
     attention_.backward(g, attn_in.reshape(Shape{g.B, g.T, C}), d_branch.reshape(shaped),
                         d_attn_in.reshape(Shape{g.B, g.T, C}), pass, rows);
     // d_attn_in holds d(attn_in) at every row; turn it into d(x) through LN_attn and add da.

@@ -33,7 +33,8 @@ FeedForward::FeedForward(const ModelSpec& spec, const Parameters& params, Worksp
   else if (!only_bf16) act_ = ws.reserve_cache(layer, "ffn.act", {Dim::rows(chunk_rows_), spec.ffn_dim});
 }
 
-void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const Pass& pass, bool x_rounded) {
+void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const Pass& pass, bool x_rounded,
+                          const int32_t* row_index) {
   const int64_t total = x.size(0);
   LF_CHECK(!pass.training || total <= chunk_rows_, "feed-forward training pass of {} rows, built for {}", total, chunk_rows_);
   LF_CHECK(!x_rounded || total <= chunk_rows_, "feed-forward: a rounded input of {} rows, chunks of {}", total, chunk_rows_);
@@ -54,14 +55,14 @@ void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const 
     const TensorView<float> act = ws_.view(act_, Extents::rows(rows));
     gelu_forward(pre.data(), act.data(), act.numel());
     if (pass.training)
-      dropout_apply(act.data(), act.data(), act.numel(), activation_dropout_, pass.seed,
-                    dropout_stream(DropoutSite::activation, layer_, pass));
+      dropout_apply_rows(act.data(), act.data(), rows, act.size(1), row_index ? row_index + begin : nullptr,
+                         activation_dropout_, pass.seed, dropout_stream(DropoutSite::activation, layer_, pass));
     fc2_.forward(act, y.slice(0, begin, end));
   }
 }
 
 void FeedForward::backward(TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx,
-                           const Pass& pass) {
+                           const Pass& pass, const int32_t* row_index) {
   const Extents r = Extents::rows(x.size(0));
   const TensorView<float> pre = ws_.view(pre_, r), d_act = ws_.view(d_act_, r);
   // In the forward pass: y = fc2(act), act = dropout(gelu(pre)), pre = fc1(x).
@@ -77,8 +78,8 @@ void FeedForward::backward(TensorView<const float> x, TensorView<const float> dy
   const TensorView<float> act = ws_.view(act_, r);
   fc2_.backward(dy, act, d_act);
   if (pass.training)
-    dropout_apply(d_act.data(), d_act.data(), d_act.numel(), activation_dropout_, pass.seed,
-                  dropout_stream(DropoutSite::activation, layer_, pass));
+    dropout_apply_rows(d_act.data(), d_act.data(), d_act.size(0), d_act.size(1), row_index, activation_dropout_,
+                       pass.seed, dropout_stream(DropoutSite::activation, layer_, pass));
   gelu_backward(d_act.data(), pre.data(), d_act.data(), d_act.numel());
   fc1_.backward(d_act, x, dx);
 }

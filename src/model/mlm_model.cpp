@@ -83,12 +83,8 @@ namespace {
 constexpr int64_t kLastRowsQuantum = 8;
 }  // namespace
 
-const QueryRows* MlmModel::select_last_rows(const MlmBatchView& batch, const Pass& pass) {
+const QueryRows* MlmModel::select_last_rows(const MlmBatchView& batch) {
   if (every_row_ || !encoder_.selects_last_queries()) return nullptr;
-  // Dropout masks are drawn per element of a layer's rows: with fewer rows they would differ from
-  // forward()'s, which computes the same loss.
-  const bool dropout = spec_.dropout > 0 || spec_.attention_dropout > 0 || spec_.activation_dropout > 0;
-  if (pass.training && dropout) return nullptr;
   per_sequence_.assign(static_cast<size_t>(batch.B), 0);
   for (int64_t m = 0; m < batch.M; ++m) ++per_sequence_[static_cast<size_t>(batch.masked_positions[m] / batch.T)];
   const int64_t most = *std::max_element(per_sequence_.begin(), per_sequence_.end());
@@ -120,7 +116,7 @@ StepResult MlmModel::forward_backward(const MlmBatchView& batch, const Pass& pas
   LF_CHECK(grad_scale != 0.0f, "forward_backward needs a non-zero gradient scale");
   LF_CHECK(!ws_.inference(), "forward_backward on an inference model (it keeps no activations for backward)");
   check_batch(batch);
-  const QueryRows* last_rows = select_last_rows(batch, pass);
+  const QueryRows* last_rows = select_last_rows(batch);
   last_block_rows_ = last_rows ? last_rows->Tq : batch.T;
   const StepResult result = run_forward(batch, pass, grad_scale, last_rows);
   const TensorView<float> d_out = encoder_.output_gradient();

@@ -17,4 +17,12 @@ void dropout_apply(const float* x, float* y, int64_t n, float p, uint64_t seed, 
 // Its backward is dropout_apply on the gradient with the same (seed, stream).
 void dropout_add(const float* x, const float* branch, float* y, int64_t n, float p, uint64_t seed, uint64_t stream);
 
+// The same on some rows of a site's (rows, width) elements: x, branch and y are (rows, width), row r
+// standing for the site's row row_index[r], whose mask it takes (a layer computing only some rows,
+// QueryRows, draws the masks computing every row would). row_index null: rows in order, as above.
+void dropout_apply_rows(const float* x, float* y, int64_t rows, int64_t width, const int32_t* row_index, float p,
+                        uint64_t seed, uint64_t stream);
+void dropout_add_rows(const float* x, const float* branch, float* y, int64_t rows, int64_t width,
+                      const int32_t* row_index, float p, uint64_t seed, uint64_t stream);
+
 }  // namespace linformer

@@ -13,6 +13,8 @@
 #include "linformer/layers/pass.h"
 #include "linformer/nn/workspace.h"
 
+#include <vector>
+
 namespace linformer {
 
 // Whether this spec's Linformer layers compress x before projecting keys and values (linear,
@@ -159,6 +161,10 @@ class Attention {
   Buffer<float> xq_, d_xq_;
   Buffer<bf16> xq_bf16_;
   Buffer<float> q_rows_, d_q_rows_;  // full attention with query rows: Q (B,Tq,C) cache, dQ scratch
+  // With query rows and attention dropout: (B·H·Tq) the row of the layer's (B, H, T, S) scores each
+  // score row stands for, whose dropout mask it takes (capacity reserved with the layer).
+  std::vector<int32_t> score_rows_;
+  const int32_t* score_rows(const BatchGeometry& g, const QueryRows* rows);
   // bf16 inference: the scores are written in bf16 into probs_bf16_ and become P there (no f32
   // probs_): half of fp32's score memory, where otherwise bf16 would keep both.
   bool scores_in_bf16_ = false;

@@ -16,12 +16,16 @@ class FeedForward {
 
   // x (rows, C) -> y (rows, C); overwrites y and the caches.
   // x_rounded: the caller wrote x's bf16 rounding into input_bf16(rows) (one chunk only).
-  void forward(TensorView<const float> x, TensorView<float> y, const Pass& pass, bool x_rounded = false);
+  // row_index (rows), when given: the rows are those rows of the layer (QueryRows), whose
+  // activation dropout masks they take.
+  void forward(TensorView<const float> x, TensorView<float> y, const Pass& pass, bool x_rounded = false,
+               const int32_t* row_index = nullptr);
   // The bf16 path of a training workspace: fc1's bf16 input cache (rows, C), for the kernel that
   // makes x to write its rounding into; empty otherwise.
   TensorView<bf16> input_bf16(int64_t rows) const { return fc1_.input_bf16(rows); }
   // dy (rows, C) -> dx (rows, C), overwritten; parameter gradients accumulate.
-  void backward(TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx, const Pass& pass);
+  void backward(TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx, const Pass& pass,
+                const int32_t* row_index = nullptr);
 
  private:
   static std::string prefix(int layer) { return "layers." + std::to_string(layer) + ".ffn."; }

@@ -63,8 +63,9 @@ class MlmModel {
   // For a mean over an update, grad_scale = 1 / (masked tokens in all its micro-batches).
   // `final_from` hears, during the backward pass, which gradients are final (Encoder::backward).
   // The last block computes its output only at the masked tokens, the only rows the loss reads
-  // (when its attention projects queries apart: compress-first Linformer; see QueryRows) unless
-  // the pass drops out, so encoder_output() then holds those rows, not (B, T, C).
+  // (when its attention projects queries apart: full attention, compress-first Linformer; see
+  // QueryRows), so encoder_output() then holds those rows, not (B, T, C). Its dropout masks are
+  // those of computing every row: forward() computes the same loss.
   StepResult forward_backward(const MlmBatchView& batch, const Pass& pass, float grad_scale,
                               const GradientsFinalFrom& final_from = {});
   // Every row of the last block in forward_backward too (tests and benchmarks compare the two).
@@ -91,7 +92,7 @@ class MlmModel {
                          const QueryRows* last_rows = nullptr);
   // The last block's rows for this batch (its masked tokens, per sequence), or null when it
   // computes every row; fills query_source_ and head_positions_.
-  const QueryRows* select_last_rows(const MlmBatchView& batch, const Pass& pass);
+  const QueryRows* select_last_rows(const MlmBatchView& batch);
 
   ModelSpec spec_;
   int64_t max_batch_, max_masked_;
