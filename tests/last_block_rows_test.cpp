@@ -99,6 +99,33 @@ TEST_P(LastBlockRows, GiveTheLossAndGradientsOfEveryRowOnTheBf16Path) {
   set_matmul_bf16_operands(false);
 }
 
+// Each batch's masked counts change the last block's rows; within a quantum (8 rows a sequence
+// here, T = 32) the primitives built for the first are reused.
+TEST(LastBlockRowsQuantum, CountsWithinAQuantumReuseTheLastBlocksPrimitives) {
+  const ModelSpec spec = testing::tiny_spec({{"seq_len", 32}});
+  const OwnedBatch base = testing::random_batch(32, {32, 32, 32}, spec.vocab_size, 27);
+  MlmModel model(spec, 3, 96);
+  model.params().initialize(1);
+  auto step = [&](int64_t per_sequence) {  // the first per_sequence tokens after <s> of every row masked
+    OwnedBatch b = base;
+    b.masked_positions.clear();
+    b.targets.clear();
+    for (int64_t r = 0; r < b.B; ++r)
+      for (int64_t t = 1; t <= per_sequence; ++t) {
+        b.masked_positions.push_back(static_cast<int32_t>(r * b.T + t));
+        b.targets.push_back(5);
+      }
+    EXPECT_TRUE(std::isfinite(model.forward_backward(b.view(), Pass{}, 1.0f).loss_sum));
+    return model.last_block_rows();
+  };
+  EXPECT_EQ(step(5), 8);
+  const size_t built = matmul_primitives_built();
+  for (int64_t count = 1; count <= 8; ++count) EXPECT_EQ(step(count), 8);
+  EXPECT_EQ(matmul_primitives_built(), built);
+  EXPECT_EQ(step(9), 16);  // the next quantum: the last block's products built once more
+  EXPECT_GT(matmul_primitives_built(), built);
+}
+
 const nlohmann::json kFull = {{"attention", "full"}, {"k_per_layer", nlohmann::json::array()}};
 
 INSTANTIATE_TEST_SUITE_P(FullAttentionAndCompressFirstLinformer, LastBlockRows,

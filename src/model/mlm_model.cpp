@@ -78,9 +78,10 @@ StepResult MlmModel::run_forward(const MlmBatchView& batch, const Pass& pass, fl
 }
 
 namespace {
-// The last block's rows per sequence are its most masked tokens rounded up to a multiple of this:
-// every new count builds (and keeps) its own oneDNN primitives.
-constexpr int64_t kLastRowsQuantum = 8;
+// The last block's rows per sequence: the most masked tokens of a sequence rounded up to a multiple
+// of 8 or T/32, whichever is larger. Every new count builds (and keeps) the last block's own oneDNN
+// primitives, so there are at most 32 counts (a 512-token batch at 15% masking sees two or three).
+int64_t last_rows_quantum(int64_t T) { return std::max<int64_t>(8, T / 32); }
 }  // namespace
 
 const QueryRows* MlmModel::select_last_rows(const MlmBatchView& batch) {
@@ -88,7 +89,8 @@ const QueryRows* MlmModel::select_last_rows(const MlmBatchView& batch) {
   per_sequence_.assign(static_cast<size_t>(batch.B), 0);
   for (int64_t m = 0; m < batch.M; ++m) ++per_sequence_[static_cast<size_t>(batch.masked_positions[m] / batch.T)];
   const int64_t most = *std::max_element(per_sequence_.begin(), per_sequence_.end());
-  const int64_t Tq = (most + kLastRowsQuantum - 1) / kLastRowsQuantum * kLastRowsQuantum;
+  const int64_t quantum = last_rows_quantum(batch.T);
+  const int64_t Tq = std::max<int64_t>(1, (most + quantum - 1) / quantum) * quantum;
   if (Tq >= batch.T) return nullptr;  // nothing to save
   // Row j < count of sequence b: its j-th masked token; the rest: its first token (always real).
   query_source_.resize(static_cast<size_t>(batch.B * Tq));
