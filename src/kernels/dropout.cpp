@@ -10,6 +10,18 @@ namespace linformer {
 
 namespace {
 
+// The 16-bit uniforms of a site's elements [8·kPhiloxBatch·batch, 8·kPhiloxBatch·(batch + 1)):
+// element j's is Philox block j / 8, word (j % 8) / 2, half j % 2.
+void batch_uniforms(int64_t batch, uint64_t stream, const PhiloxKey& key, uint32_t (&uniform)[8 * kPhiloxBatch]) {
+  uint32_t words[4][kPhiloxBatch];
+  philox4x32_10_batch(static_cast<uint64_t>(batch) * kPhiloxBatch, stream, key, words);
+  for (int w = 0; w < 4; ++w)
+    for (int block = 0; block < kPhiloxBatch; ++block) {
+      uniform[8 * block + 2 * w] = words[w][block] & 0xFFFFu;
+      uniform[8 * block + 2 * w + 1] = words[w][block] >> 16;
+    }
+}
+
 // Calls write(i, kept, scale) for every element i of a site with p > 0. Element i keeps its
 // value when its 16-bit uniform (half of a Philox word) is ≥ p·2^16: one Philox block of four
 // words serves eight elements, a batch of kPhiloxBatch blocks 8·kPhiloxBatch elements.
@@ -22,14 +34,8 @@ void for_each_mask_element(int64_t n, float p, uint64_t seed, uint64_t stream, W
   const int64_t batches = (n + kPerBatch - 1) / kPerBatch;
 #pragma omp parallel for schedule(static)
   for (int64_t batch = 0; batch < batches; ++batch) {
-    uint32_t words[4][kPhiloxBatch];
-    philox4x32_10_batch(static_cast<uint64_t>(batch) * kPhiloxBatch, stream, key, words);
-    uint32_t uniform[kPerBatch];  // element j's 16-bit uniform: block j / 8, word (j % 8) / 2, half j % 2
-    for (int w = 0; w < 4; ++w)
-      for (int block = 0; block < kPhiloxBatch; ++block) {
-        uniform[8 * block + 2 * w] = words[w][block] & 0xFFFFu;
-        uniform[8 * block + 2 * w + 1] = words[w][block] >> 16;
-      }
+    uint32_t uniform[kPerBatch];
+    batch_uniforms(batch, stream, key, uniform);
     const int64_t begin = batch * kPerBatch, count = std::min<int64_t>(kPerBatch, n - begin);
 #pragma omp simd
     for (int64_t j = 0; j < count; ++j) write(begin + j, uniform[j] >= threshold, scale);
@@ -49,14 +55,8 @@ void for_each_row_mask_element(int64_t rows, int64_t width, const int32_t* index
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t first = static_cast<int64_t>(index[r]) * width, end = first + width;
     for (int64_t batch = first / kPerBatch; batch * kPerBatch < end; ++batch) {
-      uint32_t words[4][kPhiloxBatch];
-      philox4x32_10_batch(static_cast<uint64_t>(batch) * kPhiloxBatch, stream, key, words);
-      uint32_t uniform[kPerBatch];  // as for_each_mask_element lays them out
-      for (int w = 0; w < 4; ++w)
-        for (int block = 0; block < kPhiloxBatch; ++block) {
-          uniform[8 * block + 2 * w] = words[w][block] & 0xFFFFu;
-          uniform[8 * block + 2 * w + 1] = words[w][block] >> 16;
-        }
+      uint32_t uniform[kPerBatch];
+      batch_uniforms(batch, stream, key, uniform);
       const int64_t begin = std::max(first, batch * kPerBatch), stop = std::min(end, (batch + 1) * kPerBatch);
       for (int64_t i = begin; i < stop; ++i)
         write(r * width + (i - first), uniform[i - batch * kPerBatch] >= threshold, scale);
