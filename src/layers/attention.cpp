@@ -163,14 +163,14 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
   if (f32_probs) d_probs_ = ws.reserve_backward("attn.d_probs", {B, H_, T, S});
   d_qkv_ = ws.reserve_backward("attn.d_qkv", {B, T, q_width * C_});
   if (linformer_) d_kv_ = ws.reserve_backward("attn.d_kv", {B, K_, 2 * C_});
-  if ((compress_first_ || !linformer_) && !ws.inference() && layer == spec.layers - 1) {
+  if (!ws.inference() && layer == spec.layers - 1) {  // the last layer can compute some rows only
     xq_ = ws.reserve_cache(layer, "attn.xq", {B, T, C_});
     d_xq_ = ws.reserve_backward("attn.d_xq", {B, T, C_});
     // The rounded query rows, gathered from the rounded x (compress-first's cache, in_proj's).
-    if (x_bf16_ || (!linformer_ && in_proj_.keeps_bf16_caches()))
+    if (x_bf16_ || (!compress_first_ && in_proj_.keeps_bf16_caches()))
       xq_bf16_ = ws.reserve_cache<bf16>(layer, "attn.xq_bf16", {B, T, C_});
     if (spec.attention_dropout > 0) score_rows_.reserve(static_cast<size_t>(max_batch * H_ * n_));
-    if (!linformer_) {
+    if (!compress_first_) {
       q_rows_ = ws.reserve_cache(layer, "attn.q_rows", {B, T, C_});
       d_q_rows_ = ws.reserve_backward("attn.d_q_rows", {B, T, C_});
     }
@@ -247,12 +247,12 @@ Attention::HeadsBf16 Attention::bf16_heads_from_caches(const Extents& e, const E
 }
 
 TensorView<float> Attention::queries_f32(const Extents& eq, bool rows) const {
-  if (rows && !linformer_) return ws_.view(q_rows_, eq);
+  if (rows && !compress_first_) return ws_.view(q_rows_, eq);
   return qkv_part(ws_.view(qkv_, eq), 0);
 }
 
 TensorView<float> Attention::queries_gradient(const Extents& eq, bool rows) const {
-  if (rows && !linformer_) return ws_.view(d_q_rows_, eq);
+  if (rows && !compress_first_) return ws_.view(d_q_rows_, eq);
   return qkv_part(ws_.view(d_qkv_, eq), 0);
 }
 
@@ -430,6 +430,77 @@ void Attention::compress_backward(const BatchGeometry& g, const Projection& p, T
 
 // ---- forward and backward ---------------------------------------------------------------
 
+bool Attention::project_in_parts(const BatchGeometry& g, const QueryRows& rows, TensorView<const float> x,
+                                 bool x_rounded, bool kv_bias) {
+  const int64_t B = g.B, T = g.T, Tq = rows.Tq;
+  const Extents e{B, T}, eq{B, Tq};
+  const auto x2 = x.reshape(Shape{B * T, C_});
+  const float* b_in = in_proj_.b.data();
+  LF_CHECK(x.is_contiguous(), "attention layer {}: query rows of a strided input", layer_);
+  const TensorView<float> xq = ws_.view(xq_, eq).reshape(Shape{B * Tq, C_});
+  gather_rows(x.data(), rows.source, xq.data(), B * Tq, C_);
+  const TensorView<float> qkv = ws_.view(qkv_, e).reshape(Shape{B * T, 3 * C_});
+  const TensorView<bf16> x_bf16 = in_proj_.input_bf16(B * T);  // (B·T, C): in_proj's input cache, or empty
+  if (!x_rounded && !(x_bf16.data() && x2.is_contiguous())) {  // f32 operands (rounded in each matmul on the bf16 path)
+    matmul(x2, w_in(1, 3).transpose(0, 1), qkv.slice(1, C_, 3 * C_), Accumulate::overwrite, kv_bias ? b_in + C_ : nullptr);
+    matmul(TensorView<const float>(xq), w_in(0, 1).transpose(0, 1), ws_.view(q_rows_, eq).reshape(Shape{B * Tq, C_}),
+           Accumulate::overwrite, b_in);
+    return false;
+  }
+  // bf16 operands: x rounded once into in_proj's cache (by its maker when x_rounded), its rows gathered.
+  if (!x_rounded) convert_to_bf16(x2, x_bf16.data());
+  const TensorView<bf16> xq_bf16 = ws_.view(xq_bf16_, eq).reshape(Shape{B * Tq, C_});
+  gather_rows(x_bf16.data(), rows.source, xq_bf16.data(), B * Tq, C_);
+  const TensorView<const bf16> w = in_proj_.w_bf16;
+  if (!linformer_ && runs_bf16()) {  // straight into the dense Q, K, V blocks of the bf16 cache
+    for (int which = 1; which < 3; ++which)
+      matmul(TensorView<const bf16>(x_bf16), w.slice(0, which * C_, (which + 1) * C_).transpose(0, 1),
+             ws_.view(qkv_bf16_, e).select(0, which).reshape(Shape{B * T, C_}), b_in + which * C_);
+    matmul(TensorView<const bf16>(xq_bf16), w.slice(0, 0, C_).transpose(0, 1),
+           ws_.view(qkv_bf16_, eq).select(0, 0).reshape(Shape{B * Tq, C_}), b_in);
+    return true;
+  }
+  // Linformer projecting first: K and V in f32 for their compression, Q in f32 (rounded with K̃, Ṽ).
+  matmul(TensorView<const bf16>(x_bf16), w.slice(0, C_, 3 * C_).transpose(0, 1), qkv.slice(1, C_, 3 * C_),
+         Accumulate::overwrite, kv_bias ? b_in + C_ : nullptr);
+  matmul(TensorView<const bf16>(xq_bf16), w.slice(0, 0, C_).transpose(0, 1),
+         ws_.view(q_rows_, eq).reshape(Shape{B * Tq, C_}), Accumulate::overwrite, b_in);
+  return false;
+}
+
+void Attention::backward_in_parts(const BatchGeometry& g, const QueryRows& rows, TensorView<const float> x,
+                                  TensorView<float> d_qkv, TensorView<float> dx, bool kv_bias) {
+  const int64_t B = g.B, T = g.T, Tq = rows.Tq;
+  const Extents eq{B, Tq};
+  const auto x2 = x.reshape(Shape{B * T, C_});
+  const auto dx2 = dx.reshape(Shape{B * T, C_});
+  float* db_in = in_proj_.db.data();
+  const TensorView<float> d_kv2 = d_qkv.reshape(Shape{B * T, 3 * C_}).slice(1, C_, 3 * C_);  // (B·T, 2C)
+  const TensorView<float> d_q2 = queries_gradient(eq, true).reshape(Shape{B * Tq, C_});
+  const TensorView<float> dxq2 = ws_.view(d_xq_, eq).reshape(Shape{B * Tq, C_});
+  if (kv_bias) add_column_sums(d_kv2.data(), B * T, 2 * C_, 3 * C_, db_in + C_);
+  add_column_sums(d_q2.data(), B * Tq, C_, C_, db_in);
+  const TensorView<const bf16> x_bf16 = in_proj_.input_bf16(B * T);  // (B·T, C), forward's rounding
+  if (x_bf16.data() && x2.is_contiguous()) {  // each gradient rounded once for its two products
+    const TensorView<const bf16> w = in_proj_.w_bf16;
+    const TensorView<const bf16> d_kv_bf16 = convert_to_bf16(d_kv2, in_proj_.output_gradient_bf16(B * T).data());
+    matmul(d_kv_bf16.transpose(0, 1), x_bf16, dw_in(1, 3), Accumulate::add);
+    matmul(d_kv_bf16, w.slice(0, C_, 3 * C_), dx2);
+    // dQ's rounding in d_ctx's bf16 scratch (done with), or the one of full attention's Q block.
+    const TensorView<const bf16> d_q_bf16 = convert_to_bf16(d_q2, ws_.view(d_ctx_bf16_, eq).data());
+    matmul(d_q_bf16.transpose(0, 1), TensorView<const bf16>(ws_.view(xq_bf16_, eq)).reshape(Shape{B * Tq, C_}),
+           dw_in(0, 1), Accumulate::add);
+    matmul(d_q_bf16, w.slice(0, 0, C_), dxq2);
+  } else {
+    matmul(d_kv2.transpose(0, 1), x2, dw_in(1, 3), Accumulate::add);
+    matmul(d_kv2, w_in(1, 3), dx2);
+    matmul(d_q2.transpose(0, 1), TensorView<const float>(ws_.view(xq_, eq)).reshape(Shape{B * Tq, C_}), dw_in(0, 1),
+           Accumulate::add);
+    matmul(d_q2, w_in(0, 1), dxq2);
+  }
+  scatter_add_rows(dxq2.data(), rows.source, dx2.data(), B * Tq, C_);
+}
+
 const int32_t* Attention::score_rows(const BatchGeometry& g, const QueryRows* rows) {
   if (!rows) return nullptr;
   const int64_t Tq = rows->Tq;
@@ -462,29 +533,8 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
   // projection then writes them rounded into their bf16 cache, never in f32.
   bool projected_rounded = false;
   if (!linformer_ && rows) {
-    // K and V over every row, Q over the query rows: each its own product.
     const TensorView<float> qkv = ws_.view(qkv_, e);  // (B, T, 3C): K and V parts used
-    projected_rounded = x_rounded || (runs_bf16() && in_proj_.keeps_bf16_caches() && x2.is_contiguous());
-    LF_CHECK(x.is_contiguous(), "attention layer {}: query rows of a strided input", layer_);
-    const TensorView<float> xq = ws_.view(xq_, eq).reshape(Shape{B * Tq, C_});
-    gather_rows(x.data(), rows->source, xq.data(), B * Tq, C_);
-    if (projected_rounded) {  // into the dense Q, K, V blocks of the bf16 cache
-      const TensorView<bf16> x_bf16 = in_proj_.input_bf16(B * T);  // (B·T, C)
-      if (!x_rounded) convert_to_bf16(x2, x_bf16.data());
-      const TensorView<bf16> xq_bf16 = ws_.view(xq_bf16_, eq).reshape(Shape{B * Tq, C_});
-      gather_rows(x_bf16.data(), rows->source, xq_bf16.data(), B * Tq, C_);
-      const TensorView<const bf16> w = in_proj_.w_bf16;
-      for (int which = 1; which < 3; ++which)
-        matmul(TensorView<const bf16>(x_bf16), w.slice(0, which * C_, (which + 1) * C_).transpose(0, 1),
-               ws_.view(qkv_bf16_, e).select(0, which).reshape(Shape{B * T, C_}), b_in + which * C_);
-      matmul(TensorView<const bf16>(xq_bf16), w.slice(0, 0, C_).transpose(0, 1),
-             ws_.view(qkv_bf16_, eq).select(0, 0).reshape(Shape{B * Tq, C_}), b_in);
-    } else {
-      matmul(x2, w_in(1, 3).transpose(0, 1), qkv.reshape(Shape{B * T, 3 * C_}).slice(1, C_, 3 * C_),
-             Accumulate::overwrite, b_in + C_);
-      matmul(TensorView<const float>(xq), w_in(0, 1).transpose(0, 1), queries_f32(eq, true).reshape(Shape{B * Tq, C_}),
-             Accumulate::overwrite, b_in);
-    }
+    projected_rounded = project_in_parts(g, *rows, x, x_rounded, /*kv_bias=*/true);
     queries = heads(queries_f32(eq, true));
     keys = heads(qkv_part(qkv, 1));
     values = heads(qkv_part(qkv, 2));
@@ -542,17 +592,19 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
     } else {
       // Project without bias; Q gets its bias now, K and V after compression.
       const TensorView<float> qkv = ws_.view(qkv_, e);
-      if (x_rounded)
+      if (rows)
+        project_in_parts(g, *rows, x, x_rounded, /*kv_bias=*/false);  // Q in its own cache, with its bias
+      else if (x_rounded)
         in_proj_.forward_rounded(qkv.reshape(Shape{B * T, 3 * C_}), /*with_bias=*/false);
       else
         in_proj_.forward(x2, qkv.reshape(Shape{B * T, 3 * C_}), /*with_bias=*/false);
-      add_bias_rows(qkv.data(), B * T, C_, 3 * C_, b_in);
+      if (!rows) add_bias_rows(qkv.data(), B * T, C_, 3 * C_, b_in);
       zero_padding_rows(g, qkv_part(qkv, 1));
       zero_padding_rows(g, qkv_part(qkv, 2));
       compress(g, proj_e_, qkv_part(qkv, 1), kv_part(kv, 0));
       compress(g, proj_f_, qkv_part(qkv, 2), kv_part(kv, 1));
       add_bias_rows(kv.data(), B * K_, 2 * C_, 2 * C_, b_in + C_);
-      queries = heads(qkv_part(qkv, 0));
+      queries = heads(queries_f32(eq, rows != nullptr));
     }
     keys = heads(kv_part(kv, 0));
     values = heads(kv_part(kv, 1));
@@ -644,9 +696,9 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
     out_proj_.backward(dy.reshape(Shape{B * Tq, C_}), ctx.reshape(Shape{B * Tq, C_}), d_ctx.reshape(Shape{B * Tq, C_}));
   }
 
-  // Q, K, V (as the forward pass used them) and their gradients' buffers, per head. Linformer's
-  // qkv buffers hold Q only (compress-first, B·Tq rows), full attention's K and V too (B·T rows).
-  const Extents e_qkv = linformer_ ? eq : e;
+  // Q, K, V (as the forward pass used them) and their gradients' buffers, per head. Compress-first
+  // Linformer's qkv buffers hold Q only (B·Tq rows), the others' K and V too (B·T rows).
+  const Extents e_qkv = compress_first_ ? eq : e;
   const TensorView<float> qkv = ws_.view(qkv_, e_qkv);
   const TensorView<float> d_qkv = ws_.view(d_qkv_, e_qkv);
   TensorView<float> keys, values, d_keys, d_values, kv, d_kv;
@@ -703,31 +755,7 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   }
 
   if (!linformer_ && rows) {
-    // In the forward pass: K | V = x W_KVᵀ + b_KV over every row, Q = x_q W_Qᵀ + b_Q over the query
-    // rows. So dx = dKV W_KV + (dQ W_Q scattered to the rows), dW += dKVᵀ x, dQᵀ x_q.
-    const TensorView<float> d_kv2 = d_qkv.reshape(Shape{B * T, 3 * C_}).slice(1, C_, 3 * C_);  // (B·T, 2C)
-    const TensorView<float> d_q2 = queries_gradient(eq, true).reshape(Shape{B * Tq, C_});
-    const TensorView<float> dxq2 = ws_.view(d_xq_, eq).reshape(Shape{B * Tq, C_});
-    add_column_sums(d_kv2.data(), B * T, 2 * C_, 3 * C_, db_in + C_);
-    add_column_sums(d_q2.data(), B * Tq, C_, C_, db_in);
-    const TensorView<const bf16> x_bf16 = in_proj_.input_bf16(B * T);  // (B·T, C), forward's rounding
-    if (runs_bf16() && x_bf16.data() && x2.is_contiguous()) {  // each gradient rounded once for its two products
-      const TensorView<const bf16> w = in_proj_.w_bf16;
-      const TensorView<const bf16> d_kv_bf16 = convert_to_bf16(d_kv2, in_proj_.output_gradient_bf16(B * T).data());
-      matmul(d_kv_bf16.transpose(0, 1), x_bf16, dw_in(1, 3), Accumulate::add);
-      matmul(d_kv_bf16, w.slice(0, C_, 3 * C_), dx2);
-      const TensorView<const bf16> d_q_bf16 = convert_to_bf16(d_q2, ws_.view(d_ctx_bf16_, eq).data());  // done with
-      matmul(d_q_bf16.transpose(0, 1), TensorView<const bf16>(ws_.view(xq_bf16_, eq)).reshape(Shape{B * Tq, C_}),
-             dw_in(0, 1), Accumulate::add);
-      matmul(d_q_bf16, w.slice(0, 0, C_), dxq2);
-    } else {
-      matmul(d_kv2.transpose(0, 1), x2, dw_in(1, 3), Accumulate::add);
-      matmul(d_kv2, w_in(1, 3), dx2);
-      matmul(d_q2.transpose(0, 1), TensorView<const float>(ws_.view(xq_, eq)).reshape(Shape{B * Tq, C_}), dw_in(0, 1),
-             Accumulate::add);
-      matmul(d_q2, w_in(0, 1), dxq2);
-    }
-    scatter_add_rows(dxq2.data(), rows->source, dx2.data(), B * Tq, C_);
+    backward_in_parts(g, *rows, x, d_qkv, dx, /*kv_bias=*/true);
     return;
   }
   if (!linformer_) {
@@ -740,6 +768,10 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
     // In the forward pass: K̃ = P_E(real ⊙ K part), Ṽ = P_F(real ⊙ V part) (+ bias).
     compress_backward(g, proj_e_, kv_part(d_kv, 0), qkv_part(qkv, 1), qkv_part(d_qkv, 1), Accumulate::overwrite);
     compress_backward(g, proj_f_, kv_part(d_kv, 1), qkv_part(qkv, 2), qkv_part(d_qkv, 2), Accumulate::overwrite);
+    if (rows) {  // K̃'s and Ṽ's biases done above
+      backward_in_parts(g, *rows, x, d_qkv, dx, /*kv_bias=*/false);
+      return;
+    }
     add_column_sums(d_qkv.data(), B * T, C_, 3 * C_, db_in);  // Q bias
     in_proj_.backward(d_qkv.reshape(Shape{B * T, 3 * C_}), x2, dx2, Accumulate::overwrite, /*with_bias=*/false);
     return;

@@ -50,9 +50,8 @@ class Attention {
   // rows, when given (selects_queries() only): queries at those rows alone, y (B, rows->Tq, C).
   void forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y, const uint8_t* key_valid,
                const Pass& pass, bool x_rounded = false, const QueryRows* rows = nullptr);
-  // Whether forward and backward can take query rows: full attention and compress-first Linformer,
-  // whose queries' projection can run apart from the keys' and values' (the last layer of a
-  // training model only).
+  // Whether forward and backward can take query rows (the last layer of a training model): the
+  // queries' projection then runs apart from the keys' and values'.
   bool selects_queries() const { return static_cast<bool>(xq_); }
   // The bf16 path of training: the cache (B·T, C) that x is rounded into once for every product
   // that reads it (in_proj's input cache, or compress-first Linformer's x cache when no row is
@@ -125,6 +124,16 @@ class Attention {
   // attention) its own cache, since Q then has fewer rows than K and V.
   TensorView<float> queries_f32(const Extents& eq, bool rows) const;
   TensorView<float> queries_gradient(const Extents& eq, bool rows) const;
+  // With query rows, where in_proj runs as one product otherwise (full attention, Linformer
+  // projecting before it compresses): K | V = x W_KVᵀ (+ b_KV when kv_bias) over every row into the
+  // qkv cache's K and V columns (full attention on the bf16 path: into its bf16 cache's K, V
+  // blocks), Q = x_q W_Qᵀ + b_Q over the query rows into its own cache (or the bf16 Q block).
+  // Returns whether Q, K, V were written rounded. Backward: the two parts' gradients, dx_q
+  // scattered into dx.
+  bool project_in_parts(const BatchGeometry& g, const QueryRows& rows, TensorView<const float> x, bool x_rounded,
+                        bool kv_bias);
+  void backward_in_parts(const BatchGeometry& g, const QueryRows& rows, TensorView<const float> x,
+                         TensorView<float> d_qkv, TensorView<float> dx, bool kv_bias);
   bool runs_bf16() const;
   // Training on the bf16 path: P·V writes ctx rounded into out_proj's input cache, and out_proj's
   // backward writes d_ctx rounded into d_ctx_bf16_: neither is kept in f32.
@@ -160,7 +169,7 @@ class Attention {
   // its rounding (the bf16 path's x cache), caches; the gradient of those rows, backward scratch.
   Buffer<float> xq_, d_xq_;
   Buffer<bf16> xq_bf16_;
-  Buffer<float> q_rows_, d_q_rows_;  // full attention with query rows: Q (B,Tq,C) cache, dQ scratch
+  Buffer<float> q_rows_, d_q_rows_;  // in_proj in parts (query rows): Q (B,Tq,C) cache, dQ scratch
   // With query rows and attention dropout: (B·H·Tq) the row of the layer's (B, H, T, S) scores each
   // score row stands for, whose dropout mask it takes (capacity reserved with the layer).
   std::vector<int32_t> score_rows_;
