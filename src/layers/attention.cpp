@@ -430,27 +430,37 @@ void Attention::compress_backward(const BatchGeometry& g, const Projection& p, T
 
 // ---- forward and backward ---------------------------------------------------------------
 
+TensorView<const float> Attention::gather_query_rows(const QueryRows& rows, int64_t B, TensorView<const float> x) const {
+  LF_CHECK(x.is_contiguous(), "attention layer {}: query rows of a strided input", layer_);
+  const TensorView<float> xq = ws_.view(xq_, {B, rows.Tq}).reshape(Shape{B * rows.Tq, C_});
+  gather_rows(x.data(), rows.source, xq.data(), B * rows.Tq, C_);
+  return xq;
+}
+
+TensorView<const bf16> Attention::gather_query_rows(const QueryRows& rows, int64_t B, TensorView<const bf16> x_bf16) const {
+  const TensorView<bf16> xq_bf16 = ws_.view(xq_bf16_, {B, rows.Tq}).reshape(Shape{B * rows.Tq, C_});
+  gather_rows(x_bf16.data(), rows.source, xq_bf16.data(), B * rows.Tq, C_);
+  return xq_bf16;
+}
+
 bool Attention::project_in_parts(const BatchGeometry& g, const QueryRows& rows, TensorView<const float> x,
                                  bool x_rounded, bool kv_bias) {
   const int64_t B = g.B, T = g.T, Tq = rows.Tq;
   const Extents e{B, T}, eq{B, Tq};
   const auto x2 = x.reshape(Shape{B * T, C_});
   const float* b_in = in_proj_.b.data();
-  LF_CHECK(x.is_contiguous(), "attention layer {}: query rows of a strided input", layer_);
-  const TensorView<float> xq = ws_.view(xq_, eq).reshape(Shape{B * Tq, C_});
-  gather_rows(x.data(), rows.source, xq.data(), B * Tq, C_);
+  const TensorView<const float> xq = gather_query_rows(rows, B, x);
   const TensorView<float> qkv = ws_.view(qkv_, e).reshape(Shape{B * T, 3 * C_});
   const TensorView<bf16> x_bf16 = in_proj_.input_bf16(B * T);  // (B·T, C): in_proj's input cache, or empty
   if (!x_rounded && !(x_bf16.data() && x2.is_contiguous())) {  // f32 operands (rounded in each matmul on the bf16 path)
     matmul(x2, w_in(1, 3).transpose(0, 1), qkv.slice(1, C_, 3 * C_), Accumulate::overwrite, kv_bias ? b_in + C_ : nullptr);
-    matmul(TensorView<const float>(xq), w_in(0, 1).transpose(0, 1), ws_.view(q_rows_, eq).reshape(Shape{B * Tq, C_}),
-           Accumulate::overwrite, b_in);
+    matmul(xq, w_in(0, 1).transpose(0, 1), ws_.view(q_rows_, eq).reshape(Shape{B * Tq, C_}), Accumulate::overwrite,
+           b_in);
     return false;
   }
   // bf16 operands: x rounded once into in_proj's cache (by its maker when x_rounded), its rows gathered.
   if (!x_rounded) convert_to_bf16(x2, x_bf16.data());
-  const TensorView<bf16> xq_bf16 = ws_.view(xq_bf16_, eq).reshape(Shape{B * Tq, C_});
-  gather_rows(x_bf16.data(), rows.source, xq_bf16.data(), B * Tq, C_);
+  const TensorView<const bf16> xq_bf16 = gather_query_rows(rows, B, TensorView<const bf16>(x_bf16));
   const TensorView<const bf16> w = in_proj_.w_bf16;
   if (!linformer_ && runs_bf16()) {  // straight into the dense Q, K, V blocks of the bf16 cache
     for (int which = 1; which < 3; ++which)
@@ -476,29 +486,36 @@ void Attention::backward_in_parts(const BatchGeometry& g, const QueryRows& rows,
   const auto dx2 = dx.reshape(Shape{B * T, C_});
   float* db_in = in_proj_.db.data();
   const TensorView<float> d_kv2 = d_qkv.reshape(Shape{B * T, 3 * C_}).slice(1, C_, 3 * C_);  // (B·T, 2C)
-  const TensorView<float> d_q2 = queries_gradient(eq, true).reshape(Shape{B * Tq, C_});
   const TensorView<float> dxq2 = ws_.view(d_xq_, eq).reshape(Shape{B * Tq, C_});
   if (kv_bias) add_column_sums(d_kv2.data(), B * T, 2 * C_, 3 * C_, db_in + C_);
-  add_column_sums(d_q2.data(), B * Tq, C_, C_, db_in);
   const TensorView<const bf16> x_bf16 = in_proj_.input_bf16(B * T);  // (B·T, C), forward's rounding
-  if (x_bf16.data() && x2.is_contiguous()) {  // each gradient rounded once for its two products
-    const TensorView<const bf16> w = in_proj_.w_bf16;
+  const bool rounded = x_bf16.data() && x2.is_contiguous();
+  if (rounded) {  // dKV rounded once for its two products
     const TensorView<const bf16> d_kv_bf16 = convert_to_bf16(d_kv2, in_proj_.output_gradient_bf16(B * T).data());
     matmul(d_kv_bf16.transpose(0, 1), x_bf16, dw_in(1, 3), Accumulate::add);
-    matmul(d_kv_bf16, w.slice(0, C_, 3 * C_), dx2);
-    // dQ's rounding in d_ctx's bf16 scratch (done with), or the one of full attention's Q block.
-    const TensorView<const bf16> d_q_bf16 = convert_to_bf16(d_q2, ws_.view(d_ctx_bf16_, eq).data());
-    matmul(d_q_bf16.transpose(0, 1), TensorView<const bf16>(ws_.view(xq_bf16_, eq)).reshape(Shape{B * Tq, C_}),
-           dw_in(0, 1), Accumulate::add);
-    matmul(d_q_bf16, w.slice(0, 0, C_), dxq2);
+    matmul(d_kv_bf16, in_proj_.w_bf16.slice(0, C_, 3 * C_), dx2);
   } else {
     matmul(d_kv2.transpose(0, 1), x2, dw_in(1, 3), Accumulate::add);
     matmul(d_kv2, w_in(1, 3), dx2);
-    matmul(d_q2.transpose(0, 1), TensorView<const float>(ws_.view(xq_, eq)).reshape(Shape{B * Tq, C_}), dw_in(0, 1),
-           Accumulate::add);
-    matmul(d_q2, w_in(0, 1), dxq2);
   }
+  backward_queries(eq, queries_gradient(eq, true), ws_.view(xq_, eq), rounded ? ws_.view(xq_bf16_, eq) : TensorView<bf16>{},
+                   dxq2);
   scatter_add_rows(dxq2.data(), rows.source, dx2.data(), B * Tq, C_);
+}
+
+void Attention::backward_queries(const Extents& eq, TensorView<const float> d_q, TensorView<const float> xq,
+                                 TensorView<const bf16> xq_bf16, TensorView<float> dxq) const {
+  const int64_t rows = eq.B * eq.T;
+  const TensorView<const float> d_q2 = d_q.reshape(Shape{rows, C_});
+  add_column_sums(d_q2.data(), rows, C_, d_q2.stride(0), in_proj_.db.data());
+  if (xq_bf16.data()) {  // dQ rounded once for both products, into d_ctx's bf16 scratch (done with)
+    const TensorView<const bf16> d_q_bf16 = convert_to_bf16(d_q2, ws_.view(d_ctx_bf16_, eq).data());
+    matmul(d_q_bf16.transpose(0, 1), xq_bf16.reshape(Shape{rows, C_}), dw_in(0, 1), Accumulate::add);
+    matmul(d_q_bf16, in_proj_.w_bf16.slice(0, 0, C_), dxq);
+  } else {
+    matmul(d_q2.transpose(0, 1), xq.reshape(Shape{rows, C_}), dw_in(0, 1), Accumulate::add);
+    matmul(d_q2, w_in(0, 1), dxq);
+  }
 }
 
 const int32_t* Attention::score_rows(const BatchGeometry& g, const QueryRows* rows) {
@@ -560,19 +577,9 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
           x_rounded ? x_bf16_from_cache(g) : round_x_into_bf16_cache(g, x);
       projected_rounded = x_bf16.data() != nullptr;
       // The queries' input (B·Tq, C): x, or its query rows (and their rounding) gathered.
-      TensorView<const float> xq2 = x2;
+      const TensorView<const float> xq2 = rows ? gather_query_rows(*rows, B, x) : x2;
       TensorView<const bf16> xq_bf16 = x_bf16.data() ? x_bf16.reshape(Shape{B * T, C_}) : TensorView<const bf16>{};
-      if (rows) {
-        LF_CHECK(x.is_contiguous(), "attention layer {}: query rows of a strided input", layer_);
-        const TensorView<float> gathered = ws_.view(xq_, eq).reshape(Shape{B * Tq, C_});
-        gather_rows(x.data(), rows->source, gathered.data(), B * Tq, C_);
-        xq2 = gathered;
-        if (x_bf16.data()) {
-          const TensorView<bf16> gathered_bf16 = ws_.view(xq_bf16_, eq).reshape(Shape{B * Tq, C_});
-          gather_rows(x_bf16.data(), rows->source, gathered_bf16.data(), B * Tq, C_);
-          xq_bf16 = gathered_bf16;
-        }
-      }
+      if (rows && x_bf16.data()) xq_bf16 = gather_query_rows(*rows, B, x_bf16);
       if (projected_rounded)
         matmul(xq_bf16, in_proj_.w_bf16.slice(0, 0, C_).transpose(0, 1),
                ws_.view(qkv_bf16_, eq).reshape(Shape{B * Tq, C_}), b_in);
@@ -791,21 +798,12 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   }
   // Q = x_q W_Qᵀ + b_Q: dW_Q += dQᵀ x_q, db_Q += Σ dQ, dx_q = dQ W_Q, where x_q is x or its query
   // rows (then dx_q goes to its own scratch, scattered into dx at the end).
-  const auto d_q2 = d_qkv.reshape(Shape{B * Tq, C_});
-  add_column_sums(d_q2.data(), B * Tq, C_, C_, db_in);
   const TensorView<const bf16> x_bf16 = x_bf16_from_cache(g);  // (B, T, C) or empty
   const TensorView<float> dxq2 = rows ? ws_.view(d_xq_, eq).reshape(Shape{B * Tq, C_}) : dx2;
-  if (x_bf16.data()) {  // dQ rounded once for both products, into d_ctx's bf16 scratch (done with)
-    const TensorView<const bf16> xq_bf16 =
-        rows ? TensorView<const bf16>(ws_.view(xq_bf16_, eq)) : TensorView<const bf16>(x_bf16);
-    const TensorView<const bf16> d_q_bf16 = convert_to_bf16(d_q2, ws_.view(d_ctx_bf16_, eq).data());
-    matmul(d_q_bf16.transpose(0, 1), xq_bf16.reshape(Shape{B * Tq, C_}), dw_in(0, 1), Accumulate::add);
-    matmul(d_q_bf16, in_proj_.w_bf16.slice(0, 0, C_), dxq2);
-  } else {
-    const TensorView<const float> xq2 = rows ? TensorView<const float>(ws_.view(xq_, eq)).reshape(Shape{B * Tq, C_}) : x2;
-    matmul(d_q2.transpose(0, 1), xq2, dw_in(0, 1), Accumulate::add);
-    matmul(d_q2, w_in(0, 1), dxq2);
-  }
+  if (rows)
+    backward_queries(eq, d_qkv, ws_.view(xq_, eq), x_bf16.data() ? ws_.view(xq_bf16_, eq) : TensorView<bf16>{}, dxq2);
+  else
+    backward_queries(eq, d_qkv, x, x_bf16, dxq2);
   // x̃ = P(real ⊙ x): d(real ⊙ x) = Pᵀ dx̃, padded rows zero; into d_ctx's buffer (done with), or
   // with query rows straight into dx, which dx_q's rows then add to.
   const TensorView<const float> xm = masked_input(g, x);

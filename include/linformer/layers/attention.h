@@ -132,8 +132,16 @@ class Attention {
   // scattered into dx.
   bool project_in_parts(const BatchGeometry& g, const QueryRows& rows, TensorView<const float> x, bool x_rounded,
                         bool kv_bias);
+  // x (B, T, C, contiguous) at the query rows, (B·Tq, C), gathered into the xq_ cache; x's rounding
+  // (B·T, C) at them into xq_bf16_.
+  TensorView<const float> gather_query_rows(const QueryRows& rows, int64_t B, TensorView<const float> x) const;
+  TensorView<const bf16> gather_query_rows(const QueryRows& rows, int64_t B, TensorView<const bf16> x_bf16) const;
   void backward_in_parts(const BatchGeometry& g, const QueryRows& rows, TensorView<const float> x,
                          TensorView<float> d_qkv, TensorView<float> dx, bool kv_bias);
+  // Q = x_q W_Qᵀ + b_Q over eq's rows, dQ given (B, Tq, C): db_Q += Σ dQ, dW_Q += dQᵀ x_q and
+  // dx_q = dQ W_Q (overwritten), from x_q's rounding when given (B, Tq, C), else from x_q.
+  void backward_queries(const Extents& eq, TensorView<const float> d_q, TensorView<const float> xq,
+                        TensorView<const bf16> xq_bf16, TensorView<float> dxq) const;
   bool runs_bf16() const;
   // Training on the bf16 path: P·V writes ctx rounded into out_proj's input cache, and out_proj's
   // backward writes d_ctx rounded into d_ctx_bf16_: neither is kept in f32.
