@@ -365,26 +365,50 @@ TEST(Softmax, TrainingFromBf16ScoresAndBf16GradientIsTheF32KernelsRounded) {
 // add_column_sums over the f32 gradient, bit for bit.
 TEST(Gelu, Bf16BackwardIsTheRoundedF32OneAndItsColumnSumsAreAddColumnSums) {
   const int64_t rows = 37, cols = 45;
-  const auto x = random_vector(rows * cols, 11, 2.0f), dy = random_vector(rows * cols, 12);
-  std::vector<float> dx(rows * cols), sums(cols, 0.25f), fused_sums(cols, 0.25f);
+  auto derivative = random_vector(rows * cols, 11, 2.0f);
+  const auto dy = random_vector(rows * cols, 12);
+  std::vector<float> y(rows * cols), dx(rows * cols), sums(cols, 0.25f), fused_sums(cols, 0.25f);
   std::vector<bf16> dx_bf16(rows * cols);
-  gelu_backward(dy.data(), x.data(), dx.data(), rows * cols);
+  gelu_forward_keeping_derivative(derivative.data(), y.data(), rows * cols);
+  gelu_backward(dy.data(), derivative.data(), dx.data(), rows * cols);
   add_column_sums(dx.data(), rows, cols, cols, sums.data());
-  gelu_backward_bf16_column_sums(dy.data(), x.data(), dx_bf16.data(), rows, cols, fused_sums.data());
+  gelu_backward_bf16_column_sums(dy.data(), derivative.data(), dx_bf16.data(), rows, cols, fused_sums.data());
   for (int64_t i = 0; i < rows * cols; ++i) ASSERT_EQ(dx_bf16[i].bits, to_bf16(dx[i]).bits) << i;
   for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(fused_sums[c], sums[c]) << c;
   EXPECT_NE(sums[0], 0.25f);
 }
 
+// Training's GELU gives inference's output bit for bit (the f32 one, and its bf16 rounding), and
+// leaves the derivative in place of its input.
+TEST(Gelu, KeepingTheDerivativeGivesTheSameOutput) {
+  const int64_t n = 1000;  // over both threads, not a multiple of the SIMD width
+  const auto x = random_vector(n, 13, 4.0f);
+  std::vector<float> y(n), y_kept(n), derivative = x, derivative_bf16 = x;
+  std::vector<bf16> y_bf16(n), y_bf16_kept(n);
+  gelu_forward(x.data(), y.data(), n);
+  gelu_forward_bf16(x.data(), y_bf16.data(), n);
+  gelu_forward_keeping_derivative(derivative.data(), y_kept.data(), n);
+  gelu_forward_bf16_keeping_derivative(derivative_bf16.data(), y_bf16_kept.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(y_kept[i], y[i]) << i;
+    ASSERT_EQ(y_bf16_kept[i].bits, y_bf16[i].bits) << i;
+    ASSERT_EQ(derivative_bf16[i], derivative[i]) << i;
+    ASSERT_NE(derivative[i], x[i]) << i;
+  }
+}
+
 TEST(Gelu, ForwardAndBackwardMatchTheErfForm) {
   const std::vector<float> x = {-4.0f, -1.5f, -0.3f, 0.0f, 0.2f, 1.0f, 3.5f};
-  std::vector<float> y(x.size()), dx(x.size()), dy(x.size(), 1.0f);
-  gelu_forward(x.data(), y.data(), static_cast<int64_t>(x.size()));
-  gelu_backward(dy.data(), x.data(), dx.data(), static_cast<int64_t>(x.size()));
+  const auto n = static_cast<int64_t>(x.size());
+  std::vector<float> y(x.size()), y_inference(x.size()), dx(x.size()), dy(x.size(), 1.0f), derivative = x;
+  gelu_forward_keeping_derivative(derivative.data(), y.data(), n);
+  gelu_forward(x.data(), y_inference.data(), n);
+  gelu_backward(dy.data(), derivative.data(), dx.data(), n);
   for (size_t i = 0; i < x.size(); ++i) {
     const double xi = x[i];
     const double gelu = [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }(xi);
     EXPECT_NEAR(y[i], gelu, 1e-6);
+    EXPECT_NEAR(y_inference[i], gelu, 1e-6);
     // Central difference in double of the same formula.
     const double h = 1e-5;
     const double fd = (0.5 * (xi + h) * (1 + std::erf((xi + h) / std::sqrt(2.0))) -

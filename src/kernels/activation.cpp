@@ -14,14 +14,18 @@ constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 
 inline float gelu(float x) { return 0.5f * x * (1.0f + fast_erf(x * kInvSqrt2)); }
 
-// In the forward pass: y = x Φ(x). So dy/dx = Φ(x) + x φ(x), φ the normal density. Φ's erf and
-// φ share one exponential: e^{-u²} with u = x/√2 is e^{-x²/2}.
-inline float gelu_derivative(float x) {
+// y = x Φ(x), so dy/dx = Φ(x) + x φ(x), φ the normal density. Φ's erf and φ share one
+// exponential: e^{-u²} with u = x/√2 is e^{-x²/2}. y is gelu(x) bit for bit.
+struct GeluValue {
+  float y, derivative;
+};
+inline GeluValue gelu_and_derivative(float x) {
   const float u = x * kInvSqrt2;
   const float gauss = fast_exp(-u * u);
-  const float cdf = 0.5f * (1.0f + fast_erf_given_gauss(u, gauss));
+  const float erf = fast_erf_given_gauss(u, gauss);
+  const float cdf = 0.5f * (1.0f + erf);
   const float pdf = kInvSqrt2Pi * gauss;
-  return cdf + x * pdf;
+  return {0.5f * x * (1.0f + erf), cdf + x * pdf};
 }
 }  // namespace
 
@@ -31,28 +35,48 @@ void gelu_forward(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = gelu(x[i]);
 }
 
-void gelu_backward(const float* dy, const float* x, float* dx, int64_t n) {
-  const KernelTimer timer(KernelKind::gelu);
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_derivative(x[i]);
-}
-
 void gelu_forward_bf16(const float* x, bf16* y, int64_t n) {
   const KernelTimer timer(KernelKind::gelu);
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) y[i] = to_bf16(gelu(x[i]));
 }
 
-void gelu_backward_bf16_column_sums(const float* dy, const float* x, bf16* dx_bf16, int64_t rows, int64_t cols,
-                                    float* column_sums) {
+void gelu_forward_keeping_derivative(float* x_then_derivative, float* y, int64_t n) {
+  const KernelTimer timer(KernelKind::gelu);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const GeluValue g = gelu_and_derivative(x_then_derivative[i]);
+    y[i] = g.y;
+    x_then_derivative[i] = g.derivative;
+  }
+}
+
+void gelu_forward_bf16_keeping_derivative(float* x_then_derivative, bf16* y, int64_t n) {
+  const KernelTimer timer(KernelKind::gelu);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const GeluValue g = gelu_and_derivative(x_then_derivative[i]);
+    y[i] = to_bf16(g.y);
+    x_then_derivative[i] = g.derivative;
+  }
+}
+
+void gelu_backward(const float* dy, const float* derivative, float* dx, int64_t n) {
+  const KernelTimer timer(KernelKind::gelu);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * derivative[i];
+}
+
+void gelu_backward_bf16_column_sums(const float* dy, const float* derivative, bf16* dx_bf16, int64_t rows,
+                                    int64_t cols, float* column_sums) {
   const KernelTimer timer(KernelKind::gelu);
   for_rows_adding_column_sums(rows, cols, column_sums, [&](int64_t r, double* acc) {
     const float* dyr = dy + r * cols;
-    const float* xr = x + r * cols;
+    const float* dr = derivative + r * cols;
     bf16* dxr = dx_bf16 + r * cols;
 #pragma omp simd
     for (int64_t c = 0; c < cols; ++c) {
-      const float d = dyr[c] * gelu_derivative(xr[c]);
+      const float d = dyr[c] * dr[c];
       dxr[c] = to_bf16(d);
       acc[c] += d;
     }

@@ -47,13 +47,15 @@ void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const 
     const TensorView<bf16> act_bf16 = fc2_.input_bf16(rows);  // (rows, F)
     fused_bf16_ = act_bf16.data() != nullptr && !(pass.training && activation_dropout_ > 0);
     if (fused_bf16_) {
-      gelu_forward_bf16(pre.data(), act_bf16.data(), act_bf16.numel());
+      if (ws_.inference()) gelu_forward_bf16(pre.data(), act_bf16.data(), act_bf16.numel());
+      else gelu_forward_bf16_keeping_derivative(pre.data(), act_bf16.data(), act_bf16.numel());
       fc2_.forward_rounded(y.slice(0, begin, end));
       continue;
     }
     LF_CHECK(act_, "layer {}: this feed-forward was built for bf16 matmuls, which are now off", layer_);
     const TensorView<float> act = ws_.view(act_, Extents::rows(rows));
-    gelu_forward(pre.data(), act.data(), act.numel());
+    if (ws_.inference()) gelu_forward(pre.data(), act.data(), act.numel());  // in place
+    else gelu_forward_keeping_derivative(pre.data(), act.data(), act.numel());
     if (pass.training)
       dropout_apply_rows(act.data(), act.data(), rows, act.size(1), row_index ? row_index + begin : nullptr,
                          activation_dropout_, pass.seed, dropout_stream(DropoutSite::activation, layer_, pass));
@@ -64,13 +66,14 @@ void FeedForward::forward(TensorView<const float> x, TensorView<float> y, const 
 void FeedForward::backward(TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx,
                            const Pass& pass, const int32_t* row_index) {
   const Extents r = Extents::rows(x.size(0));
-  const TensorView<float> pre = ws_.view(pre_, r), d_act = ws_.view(d_act_, r);
-  // In the forward pass: y = fc2(act), act = dropout(gelu(pre)), pre = fc1(x).
+  // In the forward pass: y = fc2(act), act = dropout(gelu(pre)), pre = fc1(x); pre's cache then
+  // holds gelu'(pre).
+  const TensorView<float> gelu_derivative = ws_.view(pre_, r), d_act = ws_.view(d_act_, r);
   if (fused_bf16_) {  // act exists only as fc2's bf16 input; no dropout
     convert_to_bf16(dy, fc2_.output_gradient_bf16(r.N).data());
     fc2_.backward_rounded(dy, d_act);
     // GELU's gradient only rounded, fc1's bias gradient from the same pass.
-    gelu_backward_bf16_column_sums(d_act.data(), pre.data(), fc1_.output_gradient_bf16(r.N).data(), d_act.size(0),
+    gelu_backward_bf16_column_sums(d_act.data(), gelu_derivative.data(), fc1_.output_gradient_bf16(r.N).data(), d_act.size(0),
                                    d_act.size(1), fc1_.db.data());
     fc1_.backward_rounded(d_act, dx, Accumulate::overwrite, /*with_bias=*/false);  // d_act: only its row count
     return;
@@ -80,7 +83,7 @@ void FeedForward::backward(TensorView<const float> x, TensorView<const float> dy
   if (pass.training)
     dropout_apply_rows(d_act.data(), d_act.data(), d_act.size(0), d_act.size(1), row_index, activation_dropout_,
                        pass.seed, dropout_stream(DropoutSite::activation, layer_, pass));
-  gelu_backward(d_act.data(), pre.data(), d_act.data(), d_act.numel());
+  gelu_backward(d_act.data(), gelu_derivative.data(), d_act.data(), d_act.numel());
   fc1_.backward(d_act, x, dx);
 }
 

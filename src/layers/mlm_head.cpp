@@ -65,7 +65,7 @@ CrossEntropyResult MlmHead::forward(TensorView<const float> x, const int32_t* po
   gather_rows(x.data(), positions, z.data(), M, C);
   std::memset(z.data() + M * C, 0, sizeof(float) * static_cast<size_t>((Mp - M) * C));
   dense_.forward(z, pre);
-  gelu_forward(pre.data(), act.data(), act.numel());
+  gelu_forward_keeping_derivative(pre.data(), act.data(), act.numel());  // pre: then GELU's derivative
   ln_.forward(act, out, ws_.view(mean_, mc).data(), ws_.view(rstd_, mc).data());
   if (reads_bf16_copy(tokens_bf16_)) matmul(out, tokens_bf16_.transpose(0, 1), logits, Accumulate::overwrite, bias_.data());
   else matmul(out, TensorView<const float>(tokens_).transpose(0, 1), logits, Accumulate::overwrite, bias_.data());
@@ -86,7 +86,7 @@ CrossEntropyResult MlmHead::forward(TensorView<const float> x, const int32_t* po
 void MlmHead::backward(TensorView<float> dx, const int32_t* positions, int64_t M) {
   const int64_t C = spec_.d_model;
   const Extents mc = Extents::rows(padded_rows(M));
-  const TensorView<float> z = ws_.view(z_, mc), pre = ws_.view(pre_, mc), act = ws_.view(act_, mc);
+  const TensorView<float> z = ws_.view(z_, mc), gelu_derivative = ws_.view(pre_, mc), act = ws_.view(act_, mc);
   const TensorView<float> out = ws_.view(out_, mc), d_logits = ws_.view(logits_, mc);
   const TensorView<float> d_a = ws_.view(d_a_, mc), d_b = ws_.view(d_b_, mc);
   // In the forward pass: logits = out tokensᵀ + bias. So d_out = d_logits tokens,
@@ -100,9 +100,9 @@ void MlmHead::backward(TensorView<float> dx, const int32_t* positions, int64_t M
     matmul(d_logits, tokens_, d_a);
     matmul(d_logits.transpose(0, 1), out, d_tokens_, Accumulate::add);
   }
-  // out = LN(act), act = GELU(pre), pre = dense(z).
+  // out = LN(act), act = GELU(pre), pre = dense(z); pre's cache holds GELU's derivative at pre.
   ln_.backward(d_a, act, ws_.view(mean_, mc).data(), ws_.view(rstd_, mc).data(), d_b);
-  gelu_backward(d_b.data(), pre.data(), d_b.data(), d_b.numel());
+  gelu_backward(d_b.data(), gelu_derivative.data(), d_b.data(), d_b.numel());
   dense_.backward(d_b, z, d_a);
   // z = x[positions]: scatter back into a zeroed dx.
   std::memset(dx.data(), 0, sizeof(float) * static_cast<size_t>(dx.numel()));

@@ -38,7 +38,8 @@ class FeedForward {
   // buffer is the largest of a block, and no later row needs an earlier row's.
   static constexpr int64_t kInferenceChunkRows = 2048;
   int64_t chunk_rows_;
-  // Caches (chunk rows, F): fc1 output, dropped GELU output (fc2 input); one buffer in inference.
+  // Caches (chunk rows, F): fc1 output (in training then GELU's derivative at it), dropped GELU
+  // output (fc2 input); one buffer in inference.
   Buffer<float> pre_, act_;
   Buffer<float> d_act_;     // shared scratch (rows, F)
   // The last forward wrote GELU's output in bf16 only, straight into fc2's input cache (bf16
