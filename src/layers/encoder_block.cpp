@@ -14,13 +14,14 @@ void residual_add(TensorView<const float> x, TensorView<float> branch, TensorVie
                    pass.training ? p : 0.0f, pass.seed, stream);
 }
 
-// d_branch = dropout(dy) with the forward mask.
-void residual_backward(TensorView<const float> dy, TensorView<float> d_branch, float p, const Pass& pass,
-                       uint64_t stream, const QueryRows* rows) {
-  if (pass.training)
-    dropout_apply_rows(dy.data(), d_branch.data(), dy.size(0), dy.size(1), rows ? rows->source : nullptr, p, pass.seed,
-                       stream);
-  else std::copy(dy.data(), dy.data() + dy.numel(), d_branch.data());
+// The branch's gradient: dropout(dy) with the forward mask, written into scratch; without dropout
+// dy itself (no copy).
+TensorView<const float> residual_backward(TensorView<const float> dy, TensorView<float> scratch, float p,
+                                          const Pass& pass, uint64_t stream, const QueryRows* rows) {
+  if (!pass.training || p <= 0.0f) return dy;
+  dropout_apply_rows(dy.data(), scratch.data(), dy.size(0), dy.size(1), rows ? rows->source : nullptr, p, pass.seed,
+                     stream);
+  return scratch;
 }
 
 }  // namespace
@@ -149,27 +150,27 @@ void EncoderBlock::backward(const BatchGeometry& g, TensorView<const float> x, T
     // y = LN_ffn(f): df into d_mid.
     ln_ffn_.backward(dy2, f, mean2, rstd2, d_mid);
     // f = h + drop(ffn(h)): dh = df + ffn'(drop'(df)); dh accumulates in d_out_rows (scratch).
-    residual_backward(d_mid, d_branch, spec_.dropout, pass, s_ffn, rows);
-    ffn_.backward(h, d_branch, d_out_rows, pass, rows ? rows->source : nullptr);
+    ffn_.backward(h, residual_backward(d_mid, d_branch, spec_.dropout, pass, s_ffn, rows), d_out_rows, pass,
+                  rows ? rows->source : nullptr);
     add_into(d_out_rows.data(), d_mid.data(), d_out_rows.numel());
     // h = LN_attn(a): da into d_mid.
     ln_attn_.backward(d_out_rows, a, mean1, rstd1, d_mid);
     // a = x + drop(attn(x)): dx = da + attn'(drop'(da)).
-    residual_backward(d_mid, d_branch, spec_.dropout, pass, s_attn, rows);
-    attention_.backward(g, x, d_branch.reshape(shaped), dx, pass, rows);
+    attention_.backward(g, x, residual_backward(d_mid, d_branch, spec_.dropout, pass, s_attn, rows).reshape(shaped),
+                        dx, pass, rows);
     add_residual_gradient(d_mid);
   } else {
     const float *mean1 = ws_.view(mean1_, all).data(), *rstd1 = ws_.view(rstd1_, all).data();
     const TensorView<float> attn_in = ws_.view(attn_in_, all);
     const TensorView<float> d_attn_in = ws_.view(d_mid_, all), d_ln_attn = ws_.view(d_branch_, all);
     // y = a + drop(ffn(LN_ffn(a))): da = dy + LN_ffn'(ffn'(drop'(dy))).
-    residual_backward(dy2, d_branch, spec_.dropout, pass, s_ffn, rows);
-    ffn_.backward(h, d_branch, d_mid, pass, rows ? rows->source : nullptr);  // d_mid = d(LN_ffn output)
+    ffn_.backward(h, residual_backward(dy2, d_branch, spec_.dropout, pass, s_ffn, rows), d_mid, pass,
+                  rows ? rows->source : nullptr);  // d_mid = d(LN_ffn output)
     ln_ffn_.backward(d_mid, a, mean2, rstd2, d_out_rows);  // d_out_rows = LN_ffn'(…) (scratch for da)
     add_into(d_out_rows.data(), dy2.data(), d_out_rows.numel());  // d_out_rows = da
     // a = x + drop(attn(LN_attn(x))): dx = da + LN_attn'(attn'(drop'(da))).
-    residual_backward(d_out_rows, d_branch, spec_.dropout, pass, s_attn, rows);
-    attention_.backward(g, attn_in.reshape(Shape{g.B, g.T, C}), d_branch.reshape(shaped),
+    attention_.backward(g, attn_in.reshape(Shape{g.B, g.T, C}),
+                        residual_backward(d_out_rows, d_branch, spec_.dropout, pass, s_attn, rows).reshape(shaped),
                         d_attn_in.reshape(Shape{g.B, g.T, C}), pass, rows);
     // d_attn_in holds d(attn_in) at every row; turn it into d(x) through LN_attn and add da.
     if (rows) {  // straight into dx; da (its own scratch) adds at the rows
