@@ -127,7 +127,9 @@ Attention::Attention(const ModelSpec& spec, const Parameters& params, Workspace&
   const Dim B = Dim::batch(max_batch), T = Dim::tokens(n_), S = linformer_ ? Dim(K_) : T;
   const int64_t q_width = compress_first_ ? 1 : 3;
   qkv_ = ws.reserve_cache(layer, compress_first_ ? "attn.q" : "attn.qkv", {B, T, q_width * C_});
-  if (linformer_) kv_ = ws.reserve_cache(layer, "attn.kv", {B, K_, 2 * C_});
+  // K̃ and Ṽ in dense blocks, so their projections and the products reading them run on brgemm
+  // (oneDNN 2.6 gives a product writing rows of stride 2C to gemm:jit, about 2.5x slower in f32).
+  if (linformer_) kv_ = ws.reserve_cache(layer, "attn.kv", {2, B, K_, C_});
   if (compress_first_) {
     xc_e_ = ws.reserve_cache(layer, "attn.xc_e", {B, K_, C_});
     xc_f_ = same_compression_ ? xc_e_ : ws.reserve_cache(layer, "attn.xc_f", {B, K_, C_});
@@ -186,9 +188,11 @@ TensorView<float> Attention::qkv_part(TensorView<float> qkv, int which) const {
   return qkv.slice(2, which * C_, (which + 1) * C_);
 }
 
-TensorView<float> Attention::kv_part(TensorView<float> kv, int which) const {
-  // kv (B, K, 2C): K̃ in columns [0, C), Ṽ in [C, 2C).
-  return kv.slice(2, which * C_, (which + 1) * C_);
+TensorView<float> Attention::kv_part(TensorView<float> kv, int which) const { return kv.select(0, which); }
+
+TensorView<float> Attention::d_kv_part(TensorView<float> d_kv, int which) const {
+  // d_kv (B, K, 2C): dK̃ in columns [0, C), dṼ in [C, 2C).
+  return d_kv.slice(2, which * C_, (which + 1) * C_);
 }
 
 TensorView<float> Attention::flat(TensorView<float> x) {
@@ -569,7 +573,7 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
     keys = heads(qkv_part(qkv, 1));
     values = heads(qkv_part(qkv, 2));
   } else {
-    const TensorView<float> kv = ws_.view(kv_, e);  // (B, K, 2C): K̃ | Ṽ
+    const TensorView<float> kv = ws_.view(kv_, e);  // (2, B, K, C): K̃, Ṽ
     if (compress_first_) {
       // Q = x W_Qᵀ + b_Q; x̃ = P(real ⊙ x) (B, K, C); K̃ = x̃_E W_Kᵀ + b_K, Ṽ = x̃_F W_Vᵀ + b_V.
       const TensorView<float> q = ws_.view(qkv_, eq);
@@ -588,13 +592,9 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
       const TensorView<float> xc_e = ws_.view(xc_e_, e), xc_f = ws_.view(xc_f_, e);
       const TensorView<const float> xm = masked_input(g, x);
       compress(g, proj_e_, xm, xc_e, x_bf16);
-      if (same_compression_) {
-        matmul(flat(xc_e), w_in(1, 3).transpose(0, 1), flat(kv), Accumulate::overwrite, b_in + C_);
-      } else {
-        compress(g, proj_f_, xm, xc_f, x_bf16);
-        matmul(flat(xc_e), w_in(1, 2).transpose(0, 1), flat(kv_part(kv, 0)), Accumulate::overwrite, b_in + C_);
-        matmul(flat(xc_f), w_in(2, 3).transpose(0, 1), flat(kv_part(kv, 1)), Accumulate::overwrite, b_in + 2 * C_);
-      }
+      if (!same_compression_) compress(g, proj_f_, xm, xc_f, x_bf16);  // else xc_f is xc_e
+      matmul(flat(xc_e), w_in(1, 2).transpose(0, 1), flat(kv_part(kv, 0)), Accumulate::overwrite, b_in + C_);
+      matmul(flat(xc_f), w_in(2, 3).transpose(0, 1), flat(kv_part(kv, 1)), Accumulate::overwrite, b_in + 2 * C_);
       queries = heads(q);
     } else {
       // Project without bias; Q gets its bias now, K and V after compression.
@@ -610,7 +610,8 @@ void Attention::forward(const BatchGeometry& g, TensorView<const float> x, Tenso
       zero_padding_rows(g, qkv_part(qkv, 2));
       compress(g, proj_e_, qkv_part(qkv, 1), kv_part(kv, 0));
       compress(g, proj_f_, qkv_part(qkv, 2), kv_part(kv, 1));
-      add_bias_rows(kv.data(), B * K_, 2 * C_, 2 * C_, b_in + C_);
+      for (int which = 0; which < 2; ++which)
+        add_bias_rows(kv_part(kv, which).data(), B * K_, C_, C_, b_in + (1 + which) * C_);
       queries = heads(queries_f32(eq, rows != nullptr));
     }
     keys = heads(kv_part(kv, 0));
@@ -719,8 +720,8 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
     d_kv = ws_.view(d_kv_, e);
     keys = heads(kv_part(kv, 0));
     values = heads(kv_part(kv, 1));
-    d_keys = heads(kv_part(d_kv, 0));
-    d_values = heads(kv_part(d_kv, 1));
+    d_keys = heads(d_kv_part(d_kv, 0));
+    d_values = heads(d_kv_part(d_kv, 1));
   }
   const TensorView<float> d_ctx_h = heads(d_ctx);
 
@@ -773,8 +774,8 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
   add_column_sums(d_kv.data(), B * K_, 2 * C_, 2 * C_, db_in + C_);
   if (!compress_first_) {
     // In the forward pass: K̃ = P_E(real ⊙ K part), Ṽ = P_F(real ⊙ V part) (+ bias).
-    compress_backward(g, proj_e_, kv_part(d_kv, 0), qkv_part(qkv, 1), qkv_part(d_qkv, 1), Accumulate::overwrite);
-    compress_backward(g, proj_f_, kv_part(d_kv, 1), qkv_part(qkv, 2), qkv_part(d_qkv, 2), Accumulate::overwrite);
+    compress_backward(g, proj_e_, d_kv_part(d_kv, 0), qkv_part(qkv, 1), qkv_part(d_qkv, 1), Accumulate::overwrite);
+    compress_backward(g, proj_f_, d_kv_part(d_kv, 1), qkv_part(qkv, 2), qkv_part(d_qkv, 2), Accumulate::overwrite);
     if (rows) {  // K̃'s and Ṽ's biases done above
       backward_in_parts(g, *rows, x, d_qkv, dx, /*kv_bias=*/false);
       return;
@@ -791,10 +792,10 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
     matmul(flat(d_kv).transpose(0, 1), flat(xc_e), dw_in(1, 3), Accumulate::add);
     matmul(flat(d_kv), w_in(1, 3), flat(d_xc_e));
   } else {
-    matmul(flat(kv_part(d_kv, 0)).transpose(0, 1), flat(xc_e), dw_in(1, 2), Accumulate::add);
-    matmul(flat(kv_part(d_kv, 1)).transpose(0, 1), flat(xc_f), dw_in(2, 3), Accumulate::add);
-    matmul(flat(kv_part(d_kv, 0)), w_in(1, 2), flat(d_xc_e));
-    matmul(flat(kv_part(d_kv, 1)), w_in(2, 3), flat(d_xc_f));
+    matmul(flat(d_kv_part(d_kv, 0)).transpose(0, 1), flat(xc_e), dw_in(1, 2), Accumulate::add);
+    matmul(flat(d_kv_part(d_kv, 1)).transpose(0, 1), flat(xc_f), dw_in(2, 3), Accumulate::add);
+    matmul(flat(d_kv_part(d_kv, 0)), w_in(1, 2), flat(d_xc_e));
+    matmul(flat(d_kv_part(d_kv, 1)), w_in(2, 3), flat(d_xc_f));
   }
   // Q = x_q W_Qᵀ + b_Q: dW_Q += dQᵀ x_q, db_Q += Σ dQ, dx_q = dQ W_Q, where x_q is x or its query
   // rows (then dx_q goes to its own scratch, scattered into dx at the end).

@@ -101,8 +101,10 @@ class Attention {
   }
   // Views of the qkv buffer (B, T, 3C): which = 0 (Q), 1 (K), 2 (V).
   TensorView<float> qkv_part(TensorView<float> qkv, int which) const;
-  // (B, K, 2C) K̃ | Ṽ buffers as (B, K, C): which = 0 (K̃), 1 (Ṽ); as (B·K, C) with flat().
+  // The (2, B, K, C) K̃, Ṽ cache and the (B, K, 2C) dK̃ | dṼ gradient as (B, K, C): which = 0 (K̃),
+  // 1 (Ṽ); as (B·K, C) with flat(). (The gradients' products run faster on interleaved rows.)
   TensorView<float> kv_part(TensorView<float> kv, int which) const;
+  TensorView<float> d_kv_part(TensorView<float> d_kv, int which) const;
   static TensorView<float> flat(TensorView<float> x);
   // (B, T or K, C) as per-head (B, H, T or K, D), no copy.
   template <class T>
