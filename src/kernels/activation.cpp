@@ -12,10 +12,8 @@ namespace {
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 
-inline float gelu(float x) { return 0.5f * x * (1.0f + fast_erf(x * kInvSqrt2)); }
-
 // y = x Φ(x), so dy/dx = Φ(x) + x φ(x), φ the normal density. Φ's erf and φ share one
-// exponential: e^{-u²} with u = x/√2 is e^{-x²/2}. y is gelu(x) bit for bit.
+// exponential: e^{-u²} with u = x/√2 is e^{-x²/2}.
 struct GeluValue {
   float y, derivative;
 };
@@ -27,6 +25,10 @@ inline GeluValue gelu_and_derivative(float x) {
   const float pdf = kInvSqrt2Pi * gauss;
   return {0.5f * x * (1.0f + erf), cdf + x * pdf};
 }
+
+// Inference needs y alone (the compiler drops the derivative's arithmetic): one formula, so
+// training and inference give the same y bit for bit.
+inline float gelu(float x) { return gelu_and_derivative(x).y; }
 }  // namespace
 
 void gelu_forward(const float* x, float* y, int64_t n) {
