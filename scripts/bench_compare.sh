@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# linformer vs PyTorch on the same training step, side by side: alternates the two benchmarks
-# (ROUNDS times) so that machine noise hits both, and prints median tokens/s and the ratio.
+# linformer vs PyTorch on the same training step (forward, backward, AdamW), side by side: alternates
+# the two benchmarks (ROUNDS times) so that machine noise hits both, and prints median tokens/s and
+# the ratio, for the whole step and for forward + backward alone.
 # Usage: scripts/bench_compare.sh RECIPE [--set K=V ...]
 # Environment: ROUNDS=3, STEPS=8, PRECISION=fp32|bf16 (train.precision; PyTorch's bf16 autocast).
 # Dropout is set to 0 on the C++ side because the PyTorch reference has none.
@@ -34,4 +35,15 @@ print(f"\nmedian over {rounds} rounds: linformer {med(cpp):.0f} tokens/s ({gf(cp
 ratios = [c["tokens_per_second"] / t["tokens_per_second"] for c, t in zip(cpp, torch)]
 print("ratio per round: " + ", ".join(f"{r:.2f}" for r in ratios)
       + f"; median {statistics.median(ratios):.2f}x")
+# Forward + backward alone: the C++ step less its mean AdamW time, PyTorch's timed apart.
+step_ms = lambda r: 1e3 * r["step_seconds"]["median"]
+cpp_fb = [r["batch"] * r["seq_len"] / (r["step_seconds"]["median"] - 1e-3 * r["optimizer_ms"]) for r in cpp]
+torch_fb = [r["tokens_per_second_forward_backward"] for r in torch]
+print(f"AdamW step: linformer {statistics.median(r['optimizer_ms'] for r in cpp):.1f} ms of "
+      f"{statistics.median(step_ms(r) for r in cpp):.1f}, PyTorch {statistics.median(r['optimizer_ms'] for r in torch):.1f} ms "
+      f"of {statistics.median(step_ms(r) for r in torch):.1f}")
+fb_ratios = [c / t for c, t in zip(cpp_fb, torch_fb)]
+print(f"forward + backward alone: linformer {statistics.median(cpp_fb):.0f} tokens/s, PyTorch "
+      f"{statistics.median(torch_fb):.0f} tokens/s; ratio per round " + ", ".join(f"{r:.2f}" for r in fb_ratios)
+      + f"; median {statistics.median(fb_ratios):.2f}x")
 PY

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """The same training step as `linformer bench train`, in PyTorch (Debian's python3-torch), for a
 side-by-side comparison: forward + backward of the model of scripts/torch_reference.py (the
-project's independent reference) on a synthetic batch of the same shape, float32 or bf16 autocast.
+project's independent reference) on a synthetic batch of the same shape, float32 or bf16 autocast,
+then torch.optim.AdamW's step with the settings the C++ side timed (its `optimizer` entry), as a
+PyTorch user would train: `bench train` times forward + backward + AdamW, and so does this. Both
+are reported: the whole step and forward + backward alone (--optimizer none drops the step).
 
 As a careful PyTorch user would (and as fairseq does), Linformer layers whose compression is
 linear and shared by the heads compress x before projecting keys and values, K̃ = (E x) W_Kᵀ + b_K,
@@ -14,7 +17,7 @@ Dropout is off here (the reference has none): pass --set model.dropout=0 --set
 model.attention_dropout=0 to the C++ side for an exact match.
 
 Usage: bench_torch.py --from CPP.json [--steps 10] [--warmup 2] [--threads 2] [--precision fp32|bf16]
-                     [--json OUT]
+                     [--optimizer adamw|none] [--json OUT]
 """
 import contextlib
 import math
@@ -74,6 +77,38 @@ def check_compress_first(cfg, params):
         sys.exit(f"bench_torch.py: compress-first attention disagrees with the reference ({got} vs {expected})")
 
 
+def make_optimizer(cpp, params, cfg, source="the C++ JSON"):
+    """torch.optim.AdamW with the settings of the C++ side's timed steps (its JSON's `optimizer`);
+    biases and LayerNorm parameters undecayed unless decay_bias_and_norm, as in the C++ AdamW."""
+    settings = cpp.get("optimizer")
+    if not settings or settings.get("name") != "adamw":
+        sys.exit(f"bench_torch.py: {source} has no AdamW settings ('optimizer'; written by linformer bench "
+                 f"train since 2026-11-28): rerun it with this build, or pass --optimizer none")
+    trainable = {name: p for name, p in params.items() if ref.is_trainable(cfg, name)}
+    undecayed = set() if settings["decay_bias_and_norm"] else {
+        name for name in trainable if ref.is_bias(name) or ref.is_layer_norm(name)}
+    groups = [{"params": [p for name, p in trainable.items() if name not in undecayed],
+               "weight_decay": settings["weight_decay"]},
+              {"params": [p for name, p in trainable.items() if name in undecayed], "weight_decay": 0.0}]
+    return torch.optim.AdamW([g for g in groups if g["params"]], lr=settings["lr"],
+                             betas=tuple(settings["betas"]), eps=settings["eps"])
+
+
+def training_step(params, cfg, batch, trainable, autocast, optimizer):
+    """One step as `bench train` times it; returns (forward + backward, optimizer) seconds.
+    The gradients stay in .grad until the next step."""
+    start = time.perf_counter()
+    for p in trainable:
+        p.grad = None
+    with autocast:
+        loss, _, _ = ref.forward(params, cfg, batch)
+    loss.backward()
+    before_optimizer = time.perf_counter()
+    if optimizer:
+        optimizer.step()
+    return before_optimizer - start, time.perf_counter() - before_optimizer
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--from", dest="source", required=True, help="JSON written by linformer bench train --json")
@@ -82,6 +117,8 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
                         help="bf16: torch.autocast(cpu, bfloat16) around forward and backward")
+    parser.add_argument("--optimizer", choices=["adamw", "none"], default="adamw",
+                        help="adamw: torch.optim.AdamW's step in each timed step, as bench train's")
     parser.add_argument("--json", help="write the result here too")
     args = parser.parse_args(argv)
 
@@ -99,19 +136,17 @@ def main(argv=None):
         p.requires_grad_(True)
     autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if args.precision == "bf16"
                 else contextlib.nullcontext())
+    optimizer = make_optimizer(cpp, params, cfg, args.source) if args.optimizer == "adamw" else None
 
-    seconds = []
+    seconds, forward_backward_seconds, optimizer_seconds = [], [], []
     for step in range(args.warmup + args.steps):
-        start = time.perf_counter()
-        with autocast:
-            loss, _, _ = ref.forward(params, cfg, batch)
-        loss.backward()
-        elapsed = time.perf_counter() - start
-        for p in trainable:
-            p.grad = None
+        forward_backward, optimizer_step = training_step(params, cfg, batch, trainable, autocast, optimizer)
         if step >= args.warmup:
-            seconds.append(elapsed)
+            seconds.append(forward_backward + optimizer_step)
+            forward_backward_seconds.append(forward_backward)
+            optimizer_seconds.append(optimizer_step)
     median = statistics.median(seconds)
+    forward_backward = statistics.median(forward_backward_seconds)
     # This model computes every row of the last block (linformer only its masked ones, fewer FLOPs).
     flops = 3 * cpp.get("every_row_forward_gflop_per_step", cpp["forward_gflop_per_step"])
     result = {
@@ -119,15 +154,21 @@ def main(argv=None):
         "batch": B,
         "seq_len": n,
         "masked": int(batch.masked_positions.numel()),
+        "optimizer": args.optimizer,
         "step_seconds": {"median": median, "min": min(seconds), "max": max(seconds)},
+        "forward_backward_seconds": {"median": forward_backward},
+        "optimizer_ms": 1e3 * statistics.mean(optimizer_seconds),
         "tokens_per_second": B * n / median,
+        "tokens_per_second_forward_backward": B * n / forward_backward,
         "train_gflops_per_second": flops / median,
         "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
     }
     print(
         f"PyTorch {torch.__version__} {args.precision}, {args.threads} threads: median {median * 1e3:.1f} ms "
         f"(min {min(seconds) * 1e3:.1f}, max {max(seconds) * 1e3:.1f}) over {args.steps} steps, "
-        f"{result['tokens_per_second']:.0f} tokens/s, {result['train_gflops_per_second']:.1f} GFLOP/s"
+        f"{result['tokens_per_second']:.0f} tokens/s, {result['train_gflops_per_second']:.1f} GFLOP/s; "
+        f"forward + backward {forward_backward * 1e3:.1f} ms, optimizer ({args.optimizer}) "
+        f"{result['optimizer_ms']:.1f} ms"
     )
     if args.json:
         with open(args.json, "w") as f:

@@ -2,6 +2,7 @@
 
 #include "linformer/bench/attention_bench.h"
 #include "linformer/bench/train_bench.h"
+#include "linformer/config/recipe_loader.h"
 #include "linformer/kernels/context.h"
 #include "linformer/kernels/kernel_timing.h"
 #include "model_test_util.h"
@@ -70,6 +71,15 @@ TEST(BenchTrain, CommandReportsThroughputAndWritesJson) {
   ASSERT_EQ(j.at("stages").size(), 4u);  // embedding, 2 blocks, head
   EXPECT_GT(j.at("stages")[1].at("backward_ms").get<double>(), 0);
   EXPECT_EQ(j.at("precision"), "fp32");
+  // The AdamW settings it timed, for scripts/bench_torch.py to time the same step.
+  const config::OptimConfig optim = config::load_recipe("recipes/ci/tiny.toml").optim;
+  const auto& optimizer = j.at("optimizer");
+  EXPECT_EQ(optimizer.at("name"), "adamw");
+  EXPECT_EQ(optimizer.at("betas"), nlohmann::json({optim.adam_beta1, optim.adam_beta2}));
+  EXPECT_EQ(optimizer.at("eps").get<double>(), optim.adam_eps);
+  EXPECT_EQ(optimizer.at("weight_decay").get<double>(), optim.weight_decay);
+  EXPECT_EQ(optimizer.at("decay_bias_and_norm").get<bool>(), optim.decay_bias_and_norm);
+  EXPECT_GT(j.at("optimizer_ms").get<double>(), 0);
   // Per kernel family: every one listed; matmul counted with its rate; all of it inside the stages.
   for (const char* line : {"matmul (oneDNN)", "layer norm", "softmax", "cross-entropy", "in the layers' own loops"})
     EXPECT_THAT(r.output, HasSubstr(line));

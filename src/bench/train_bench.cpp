@@ -28,6 +28,9 @@
 namespace linformer {
 
 namespace {
+// The benchmark's AdamW steps are tiny: the time is the same, the weights barely move.
+constexpr double kBenchLearningRate = 1e-6;
+
 // A child process that spins on the CPU until destroyed: the "other busy process" of a shared
 // machine. It runs on every CPU this process may use (not just the pinned main thread's), so it
 // competes for the same cores as an unrelated process would.
@@ -119,7 +122,7 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
     model.forward_backward(batch, pass, 1.0f / static_cast<float>(M));
     const auto before_optimizer = Clock::now();
     enable_kernel_timing(false);  // the optimizer has its own line
-    optimizer.step(1e-6);  // a tiny step: the time is the same, the weights barely move
+    optimizer.step(kBenchLearningRate);
     enable_kernel_timing(kernel_timing_on);
     const auto end = Clock::now();
     optimizer_seconds += std::chrono::duration<double>(end - before_optimizer).count();
@@ -170,6 +173,7 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
   r.forward_gflop = MlmModel::forward_matmul_flops(spec, B, T, M, r.last_block_rows) * 1e-9;
   r.flops_per_token = 3 * r.forward_gflop * 1e9 / static_cast<double>(B * T);
   r.optimizer_ms = 1e3 * idle_optimizer_seconds / timed_steps;
+  r.optim = recipe.optim;
   const auto& times = model.stage_times();
   for (size_t i = 0; i < times.names.size(); ++i)
     r.stages.push_back({times.names[i], 1e3 * times.forward_seconds[i] / timed_steps,
@@ -207,6 +211,13 @@ std::string to_json(const TrainBenchResult& r, const ModelSpec& spec) {
                        r.shared_tokens_per_s > 0 ? nlohmann::json(r.shared_tokens_per_s) : nlohmann::json(nullptr)},
                       {"flops_per_token", r.flops_per_token},
                       {"optimizer_ms", r.optimizer_ms},
+                      {"optimizer",
+                       {{"name", "adamw"},
+                        {"lr", kBenchLearningRate},
+                        {"betas", {r.optim.adam_beta1, r.optim.adam_beta2}},
+                        {"eps", r.optim.adam_eps},
+                        {"weight_decay", r.optim.weight_decay},
+                        {"decay_bias_and_norm", r.optim.decay_bias_and_norm}}},
                       {"measured_fp32_matmul_peak_gflops", r.fp32_peak_gflops},
                       {"measured_bf16_matmul_peak_gflops",
                        r.bf16_peak_gflops > 0 ? nlohmann::json(r.bf16_peak_gflops) : nlohmann::json(nullptr)},

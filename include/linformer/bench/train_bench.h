@@ -39,6 +39,7 @@ struct TrainBenchResult {
   std::string thread_placement;               // openmp_thread_placement()
   double median_s = 0, min_s = 0, max_s = 0;  // forward + backward + optimizer
   double optimizer_ms = 0;                    // mean AdamW step
+  config::OptimConfig optim{};                // the AdamW settings timed (scripts/bench_torch.py times the same)
   std::vector<StageTime> stages;              // forward and backward per model stage
   std::vector<KernelTime> kernels;            // per kernel family (kernels/kernel_timing.h), optimizer excluded
   std::map<std::string, size_t> matmul_implementations;  // oneDNN kernel name -> primitives of the step
