@@ -93,6 +93,14 @@ TEST(BenchTrain, CommandReportsThroughputAndWritesJson) {
   for (const auto& st : j.at("stages")) in_stages += st.at("forward_ms").get<double>() + st.at("backward_ms").get<double>();
   EXPECT_GT(in_kernels, 0);
   EXPECT_LE(in_kernels, in_stages);
+  // The ceiling: the timed work with the matmuls' time replaced by their FLOPs at the probe's peak.
+  const double peak = j.at("measured_fp32_matmul_peak_gflops").get<double>();
+  const double ceiling_ms = in_stages + j.at("optimizer_ms").get<double>() - matmul.at("ms_per_step").get<double>() +
+                            3e3 * j.at("forward_gflop_per_step").get<double>() / peak;
+  EXPECT_NEAR(j.at("ceiling_step_ms").get<double>(), ceiling_ms, 1e-9 * ceiling_ms);
+  EXPECT_NEAR(j.at("ceiling_tokens_per_second").get<double>(),
+              j.at("batch").get<double>() * j.at("seq_len").get<double>() / (1e-3 * ceiling_ms), 1e-6);
+  EXPECT_THAT(r.output, HasSubstr("ceiling: every matmul at the probe's"));
 }
 
 // The shared-machine case: the same steps beside a CPU-bound child process (a fork of the

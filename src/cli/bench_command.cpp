@@ -116,6 +116,10 @@ void add_bench_command(CLI::App& app) {
     const double outside = total - in_kernels - r.optimizer_ms;
     text += fmt::format("{:<24} {:>10} {:>10.1f} {:>7.1f}%\n", "in the layers' own loops", "", outside,
                         100 * outside / total);
+    text += fmt::format(
+        "\nceiling: every matmul at the probe's {:.1f} GFLOP/s, the rest as timed: {:.1f} ms a step, {:.0f} tokens/s "
+        "(this run: {:.0f}% of it)\n",
+        r.peak_gflops, r.ceiling_step_ms, r.ceiling_tokens_per_s, 100 * r.tokens_per_s / r.ceiling_tokens_per_s);
     std::cout << text;
     if (!args->json.empty()) write_file_atomic(args->json, to_json(r, spec) + "\n");
   });

@@ -50,6 +50,9 @@ struct TrainBenchResult {
   double every_row_forward_gflop = 0;  // per step, had the last block computed every row
   double flops_per_token = 0;  // 3 × forward FLOPs / (B·T)
   double peak_gflops = 0;      // the peak under the run's precision (the fraction's denominator)
+  // The step with every matmul at peak_gflops and the rest as timed (stages + optimizer, matmul
+  // kernel time replaced): what faster matmuls alone could give.
+  double ceiling_step_ms = 0, ceiling_tokens_per_s = 0;
   double fp32_peak_gflops = 0; // measure_matmul_peak_gflops() in fp32
   double bf16_peak_gflops = 0; // and with bf16 operands; 0 where the CPU has no avx512_bf16
   bool bf16 = false;           // bf16 matmuls in effect
