@@ -46,4 +46,9 @@ fb_ratios = [c / t for c, t in zip(cpp_fb, torch_fb)]
 print(f"forward + backward alone: linformer {statistics.median(cpp_fb):.0f} tokens/s, PyTorch "
       f"{statistics.median(torch_fb):.0f} tokens/s; ratio per round " + ", ".join(f"{r:.2f}" for r in fb_ratios)
       + f"; median {statistics.median(fb_ratios):.2f}x")
+# How far faster matmuls alone could go (bench train's ceiling), against 1.5x PyTorch's whole step.
+ceiling = statistics.median(r["ceiling_tokens_per_second"] for r in cpp)
+target = 1.5 * med(torch)
+print(f"linformer's ceiling (every matmul at the probe's peak, the rest as timed): {ceiling:.0f} tokens/s; "
+      f"1.5x PyTorch is {target:.0f} tokens/s, {100 * target / ceiling:.0f}% of the ceiling")
 PY
