@@ -3,7 +3,9 @@
 # the two benchmarks (ROUNDS times) so that machine noise hits both, and prints median tokens/s and
 # the ratio, for the whole step and for forward + backward alone.
 # Usage: scripts/bench_compare.sh RECIPE [--set K=V ...]
-# Environment: ROUNDS=3, STEPS=8, PRECISION=fp32|bf16 (train.precision; PyTorch's bf16 autocast).
+# Environment: ROUNDS=3, STEPS=8, PRECISION=fp32|bf16 (train.precision; PyTorch's bf16 autocast),
+# TORCH_OMP_WAIT_POLICY (PyTorch's OMP_WAIT_POLICY; unset: its default, which waits actively. An
+# earlier version forced passive, which ran PyTorch 5-17% slower on a Zen 4 VM: results/2026-11-28_zen4_torch_waiting).
 # Dropout is set to 0 on the C++ side because the PyTorch reference has none.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,17 +20,20 @@ for round in $(seq "$rounds"); do
   build/linformer bench train --recipe "$recipe" "$@" --set model.dropout=0 --set model.attention_dropout=0 \
     --set train.precision="$precision" \
     --steps "$steps" --json "$out/cpp_$round.json" | sed -n 's/^throughput: /linformer: /p'
-  OMP_WAIT_POLICY=passive /usr/bin/python3 scripts/bench_torch.py --from "$out/cpp_$round.json" --steps "$steps" \
+  torch_env=(env -u OMP_WAIT_POLICY)
+  [ -n "${TORCH_OMP_WAIT_POLICY:-}" ] && torch_env=(env OMP_WAIT_POLICY="$TORCH_OMP_WAIT_POLICY")
+  "${torch_env[@]}" /usr/bin/python3 scripts/bench_torch.py --from "$out/cpp_$round.json" --steps "$steps" \
     --precision "$precision" --json "$out/torch_$round.json"
 done
 /usr/bin/python3 - "$out" "$rounds" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
 load = lambda kind: [json.load(open(f"{out}/{kind}_{r}.json")) for r in range(1, rounds + 1)]
 cpp, torch = load("cpp"), load("torch")
 med = lambda runs: statistics.median(r["tokens_per_second"] for r in runs)
 gf = lambda runs: statistics.median(r["train_gflops_per_second"] for r in runs)
-print(f"\nmedian over {rounds} rounds: linformer {med(cpp):.0f} tokens/s ({gf(cpp):.1f} GFLOP/s), "
+print(f"\nPyTorch's OpenMP waiting: {os.environ.get('TORCH_OMP_WAIT_POLICY') or 'its default (OMP_WAIT_POLICY unset)'}")
+print(f"median over {rounds} rounds: linformer {med(cpp):.0f} tokens/s ({gf(cpp):.1f} GFLOP/s), "
       f"PyTorch {med(torch):.0f} tokens/s ({gf(torch):.1f} GFLOP/s), ratio {med(cpp) / med(torch):.2f}x")
 # A VM whose speed changes between rounds (the peak probe moving by 2x has been seen) spoils the
 # ratio of medians; each round's two programs ran back to back, so their ratio is the steadier figure.

@@ -9,7 +9,8 @@ are reported: the whole step and forward + backward alone (--optimizer none drop
 As a careful PyTorch user would (and as fairseq does), Linformer layers whose compression is
 linear and shared by the heads compress x before projecting keys and values, K̃ = (E x) W_Kᵀ + b_K,
 instead of the reference's literal project-then-compress; the script checks the two agree before
-timing. OMP_WAIT_POLICY=passive (set by bench_compare.sh) is the thread setting that helps PyTorch.
+timing. bench_compare.sh runs it with PyTorch's own OpenMP waiting (OMP_WAIT_POLICY unset) unless
+TORCH_OMP_WAIT_POLICY says otherwise: on a Zen 4 VM passive waiting ran it 5–17% slower (2026-11-28).
 
 Reads the model, batch size, sequence length and masked count from the JSON that
 `linformer bench train --json FILE` wrote, so both sides time the same configuration.
