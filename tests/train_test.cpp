@@ -4,6 +4,8 @@
 #include "data_test_corpus.h"
 #include "linformer/kernels/context.h"
 #include "linformer/core/fs.h"
+#include "linformer/data/prepared.h"
+#include "linformer/data/special_tokens.h"
 #include "linformer/nn/safetensors.h"
 #include "linformer/train/checkpoint.h"
 #include "linformer/infer/inference.h"
@@ -14,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -45,6 +48,39 @@ TEST_F(TrainTest, ResumedRunIsBitIdenticalToAStraightRun) {
   EXPECT_EQ(metric_rows(straight).size(), 1u + 8 + 4);  // header, train rows every 2, valid rows every 4
   EXPECT_TRUE(final_weights(straight) == final_weights(resumed)) << "final weights differ";
   EXPECT_EQ(a.valid_loss, b.valid_loss);
+}
+
+// The log's tokens (and its tokens/s) count the batches' real tokens, <s> included, not their
+// padding: one epoch of one-sentence blocks at batch size 1 reads every block of the training
+// split once, each row <s> + the block, padded to n; a sentence longer than n - 1 tokens (its
+// </s> included) is cut into windows of n - 1, each a block of its own.
+TEST_F(TrainTest, TokensCountTheBatchesRealTokensNotTheirPadding) {
+  const int64_t n = 32;  // the fixture's data.seq_len
+  const data::PreparedData prepared = data::open_prepared((dir_->path() / "prepared").string());
+  const data::Shard& stream = prepared.train;
+  int64_t blocks = 0, cut_sentences = 0, length = 0;
+  for (uint64_t i = 0; i < stream.token_count(); ++i) {
+    ++length;
+    if (stream.token(i) != data::kEosId) continue;
+    const int64_t windows = (length + n - 2) / (n - 1);
+    blocks += windows;
+    cut_sentences += windows > 1;
+    length = 0;
+  }
+  ASSERT_EQ(length, 0) << "the training split ends inside a sentence";
+  ASSERT_GT(cut_sentences, 0) << "the corpus no longer has sentences longer than n - 1: the cut goes untested";
+  TempDir runs;
+  const std::string run = (runs.path() / "run").string();
+  const std::string updates = std::to_string(blocks);
+  train(run, {"data.break_mode=\"eos\"", "train.batch_size=1", "train.max_updates=" + updates,
+              "logging.every=" + updates, "validation.every=0", "checkpoint.every=0", "validation.max_batches=1"});
+  const auto rows = metric_rows(run);
+  ASSERT_EQ(rows.size(), 3u) << "header, one train row, the final validation";
+  ASSERT_EQ(rows[1].rfind("train," + updates + ",", 0), 0u) << rows[1];
+  const std::string after_update = rows[1].substr(rows[1].find(',', 6) + 1);
+  const int64_t tokens = std::stoll(after_update.substr(0, after_update.find(',')));
+  EXPECT_EQ(tokens, static_cast<int64_t>(stream.token_count()) + blocks);  // each block's tokens and its <s>
+  EXPECT_LT(tokens, blocks * n);  // what counting the padded rows would give
 }
 
 TEST_F(TrainTest, Bf16WithoutHardwareWarnsAndTrainsExactlyAsFp32) {
