@@ -191,7 +191,8 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
   // The ceiling: the step's timed work with every matmul at the probe's peak instead.
   double step_ms = r.optimizer_ms;
   for (const auto& stage : r.stages) step_ms += stage.forward_ms + stage.backward_ms;
-  r.ceiling_step_ms = step_ms - r.kernels.front().ms + 3e3 * r.forward_gflop / r.peak_gflops;
+  const double matmul_ms = r.kernels[static_cast<size_t>(KernelKind::matmul)].ms;
+  r.ceiling_step_ms = step_ms - matmul_ms + 3e3 * r.forward_gflop / r.peak_gflops;
   r.ceiling_tokens_per_s = static_cast<double>(B * T) / (1e-3 * r.ceiling_step_ms);
   r.parameter_bytes = model.params().values().layout().bytes();
   r.activation_bytes = model.activation_bytes();
