@@ -16,6 +16,8 @@ namespace linformer {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
+namespace fs = std::filesystem;
 using testing::TempDir;
 
 const std::string kBinary = "'" LINFORMER_BINARY "'";
@@ -46,7 +48,10 @@ class Finetune : public testing::TrainFixture {
 
   static std::vector<std::string> settings(std::vector<std::string> more = {}) {
     std::vector<std::string> s = {"finetune.train=" + files_["train"], "finetune.valid=" + files_["valid"],
-                                  "finetune.test=" + files_["test"],   "finetune.epochs=6",
+                                  "finetune.test=" + files_["test"],   "train.max_epochs=6",
+                                  "train.max_updates=0",                "validation.every=0",
+                                  "validation.every_epochs=1",          "validation.mask_probability=0",
+                                  "checkpoint.every=0",                 "checkpoint.every_epochs=1",
                                   "optim.lr=0.003",                     "optim.warmup_updates=10",
                                   "finetune.classifier_dropout=0.1",    "model.dropout=0.1",
                                   "logging.every=5"};
@@ -115,7 +120,7 @@ TEST_F(Finetune, FromAPretrainedCheckpointLearnsTheTask) {
 TEST_F(Finetune, FrozenEncoderKeepsThePretrainedWeights) {
   TempDir runs;
   const std::string run = (runs.path() / "run").string();
-  finetune(run, pretrained_checkpoint(), {"finetune.freeze_encoder=true", "finetune.epochs=1"});
+  finetune(run, pretrained_checkpoint(), {"finetune.freeze_encoder=true", "train.max_epochs=1"});
   const auto pretrained = safetensors::File::read(pretrained_checkpoint() + "/model.safetensors");
   const auto tuned = safetensors::File::read(list_checkpoints(run + "/checkpoints").back().path + "/model.safetensors");
   int compared = 0;
@@ -167,6 +172,115 @@ TEST_F(Finetune, EarlyStopAndResumingAFinishedRunChangeNothing) {
   EXPECT_THAT(read_file(run + "/train.log"), HasSubstr("already finished at update 32"));
 }
 
+// Rows of one kind (train, valid, test) of a run's metrics.csv, in order.
+std::vector<std::string> rows_of(const std::vector<std::string>& rows, const std::string& kind) {
+  std::vector<std::string> out;
+  for (const auto& r : rows)
+    if (r.rfind(kind + ",", 0) == 0) out.push_back(r);
+  return out;
+}
+
+// The update column of rows.
+std::vector<int> updates_of(const std::vector<std::string>& rows) {
+  std::vector<int> out;
+  for (const auto& r : rows) out.push_back(std::stoi(r.substr(r.find(',') + 1)));
+  return out;
+}
+
+// One training loop for both jobs: every [train], [validation] and [checkpoint] key that
+// pretraining honours takes effect in fine-tuning too (64 training documents in batches of 4:
+// 16 batches an epoch; the settings validate and checkpoint after every epoch).
+TEST_F(Finetune, EveryTrainValidationAndCheckpointKeyTakesEffect) {
+  TempDir runs;
+  int next = 0;
+  auto run = [&](std::vector<std::string> more) {
+    const std::string dir = (runs.path() / std::to_string(next++)).string();
+    const FinetuneSummary s = finetune(dir, "none", std::move(more));
+    return std::pair{s, dir};
+  };
+  EXPECT_EQ(run({"train.max_updates=5"}).first.updates, 5);
+  EXPECT_EQ(run({"train.max_epochs=2"}).first.updates, 32);
+  EXPECT_EQ(run({"train.max_minutes=0.000001"}).first.updates, 1) << "stops after the first update";
+  EXPECT_EQ(run({"train.accumulation=2"}).first.updates, 6 * 8) << "two batches an update: 8 updates an epoch";
+
+  // max_tokens: the first update whose cumulative tokens reach it.
+  const auto [tokens_run, tokens_dir] = run({"train.max_tokens=300", "logging.every=1"});
+  const auto train_rows = rows_of(metric_rows(tokens_dir), "train");
+  ASSERT_EQ(static_cast<int64_t>(train_rows.size()), tokens_run.updates);
+  auto tokens_at = [&](size_t i) { return std::stoll(train_rows[i].substr(train_rows[i].find(',', 6) + 1)); };
+  EXPECT_GE(tokens_at(train_rows.size() - 1), 300);
+  ASSERT_GE(train_rows.size(), 2u);
+  EXPECT_LT(tokens_at(train_rows.size() - 2), 300);
+
+  // Validation and checkpoint cadences, in updates and in epochs.
+  const auto [every, every_dir] = run({"train.max_epochs=1", "validation.every=5", "validation.every_epochs=0"});
+  EXPECT_EQ(updates_of(rows_of(metric_rows(every_dir), "valid")), (std::vector<int>{5, 10, 15, 16}))
+      << "every 5 updates and at the end";
+  const auto [epochs, epochs_dir] = run({"validation.every_epochs=2"});
+  EXPECT_EQ(updates_of(rows_of(metric_rows(epochs_dir), "valid")), (std::vector<int>{32, 64, 96}));
+  const auto [saved, saved_dir] =
+      run({"train.max_epochs=1", "checkpoint.every=6", "checkpoint.every_epochs=0", "checkpoint.keep_last=10",
+           "checkpoint.keep_best=false"});
+  std::vector<int> checkpoints;
+  for (const auto& c : list_checkpoints(saved_dir + "/checkpoints")) checkpoints.push_back(static_cast<int>(c.update));
+  EXPECT_EQ(checkpoints, (std::vector<int>{6, 12, 16}));
+
+  // validation.max_batches: the first batch of 4 validation documents only; 0: all 24.
+  const auto [limited, limited_dir] = run({"train.max_epochs=1", "validation.max_batches=1"});
+  EXPECT_THAT(read_file(limited_dir + "/train.log"), HasSubstr("valid | update 16 | loss"));
+  EXPECT_THAT(read_file(limited_dir + "/train.log"), HasSubstr("| 4 documents"));
+  const auto [all, all_dir] = run({"train.max_epochs=1", "validation.max_batches=0"});
+  EXPECT_THAT(read_file(all_dir + "/train.log"), HasSubstr("| 24 documents"));
+  EXPECT_THAT(read_file(all_dir + "/train.log"), Not(HasSubstr("| 4 documents")));
+}
+
+// A resume on a reordered label list would swap the classes: refused, naming the key.
+TEST_F(Finetune, AResumeWithReorderedLabelsIsRefused) {
+  TempDir runs;
+  const std::string run = (runs.path() / "run").string();
+  finetune(run, "none", {"train.max_epochs=1"});
+  try {
+    finetune(run, "none", {"train.max_epochs=2", "finetune.labels=[\"yes\", \"no\"]"}, "auto");
+    FAIL() << "resumed with the labels reordered";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("finetune.labels"));
+  }
+  EXPECT_EQ(finetune(run, "none", {"train.max_epochs=2"}, "auto").updates, 32) << "the same order resumes";
+}
+
+// A kill while the test file is scored (after the last checkpoint): results.json is missing, and
+// the resumed run scores again, with the test row once.
+TEST_F(Finetune, AResumeAfterAKillDuringTestScoringScoresAgain) {
+  TempDir runs;
+  const std::string run = (runs.path() / "run").string();
+  const FinetuneSummary first = finetune(run, "none", {"train.max_epochs=1"});
+  const std::string results = read_file(run + "/results.json");
+  const auto rows = metric_rows(run);
+  fs::remove(run + "/results.json");
+  const FinetuneSummary again = finetune(run, "none", {"train.max_epochs=1"}, "auto");
+  EXPECT_EQ(again.updates, first.updates);
+  EXPECT_EQ(again.test_accuracy, first.test_accuracy);
+  auto without_time = [](const std::string& text) {
+    auto j = nlohmann::json::parse(text);
+    j.erase("elapsed_seconds");
+    return j;
+  };
+  EXPECT_EQ(without_time(read_file(run + "/results.json")), without_time(results));
+  EXPECT_EQ(metric_rows(run), rows) << "the test row is replaced, not added";
+}
+
+// A fine-tuning checkpoint holds everything a resume needs: the pretrained checkpoint it started
+// from may be gone.
+TEST_F(Finetune, AResumeNeedsNotThePretrainedCheckpoint) {
+  TempDir runs;
+  const std::string copy = (runs.path() / "pretrained_copy").string();
+  fs::copy(pretrained_checkpoint(), copy, fs::copy_options::recursive);
+  const std::string run = (runs.path() / "run").string();
+  finetune(run, copy, {"train.max_epochs=1"});
+  fs::remove_all(copy);
+  EXPECT_EQ(finetune(run, copy, {"train.max_epochs=2"}, "auto").updates, 32);
+}
+
 TEST_F(Finetune, BadInputIsRefusedNamingTheKeyOrFile) {
   TempDir runs, files;
   const std::string run = (runs.path() / "run").string();
@@ -182,6 +296,9 @@ TEST_F(Finetune, BadInputIsRefusedNamingTheKeyOrFile) {
   EXPECT_THAT(error_of("none", {"finetune.train=\"\""}), HasSubstr("finetune.train is empty"));
   EXPECT_THAT(error_of("none", {"train.short_seq_len=8", "train.short_seq_updates=2"}),
               HasSubstr("the sequence-length warm-up is for pretraining"));
+  EXPECT_THAT(error_of("none", {"validation.mask_probability=0.15"}), HasSubstr("validation.mask_probability"));
+  EXPECT_THAT(error_of("none", {"validation.shuffle_words=true"}), HasSubstr("validation.shuffle_words"));
+  EXPECT_THAT(error_of("none", {"train.max_epochs=0"}), HasSubstr("set train.max_epochs"));
   const std::string one_label = files.write("one.jsonl", "{\"text\": \"ka lo\", \"label\": \"yes\"}\n");
   EXPECT_THAT(error_of("none", {"finetune.train=" + one_label}), HasSubstr("classification needs at least two labels"));
   const std::string unknown = files.write("unknown.jsonl", "{\"text\": \"ka lo\", \"label\": \"maybe\"}\n");

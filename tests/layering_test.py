@@ -35,8 +35,10 @@ def folder_of(root, path):
 
 
 def violations(root, floors):
-    """(file, problem) for every upward include and every folder without a floor."""
+    """(file, problem) for every upward include, every folder without a floor, and two folders
+    of one floor that include each other (a cycle the floors' order does not forbid)."""
     found = []
+    sideways = {}  # (folder, target) on one floor -> the first file with such an include
     for top in ("include", "src"):
         for directory, _, files in os.walk(os.path.join(root, top)):
             for name in files:
@@ -57,6 +59,12 @@ def violations(root, floors):
                         elif floors[target] > floors[folder]:
                             found.append((rel, f"{folder}/ (floor {floors[folder]}) includes {target}/ "
                                                f"(floor {floors[target]}), which is above it"))
+                        elif target != folder and floors[target] == floors[folder]:
+                            sideways.setdefault((folder, target), rel)
+    for (folder, target), rel in sorted(sideways.items()):
+        if folder < target and (target, folder) in sideways:
+            found.append((rel, f"{folder}/ and {target}/ (both floor {floors[folder]}) include each other "
+                               f"(also {sideways[(target, folder)]})"))
     return found
 
 
@@ -78,6 +86,18 @@ class Layering(unittest.TestCase):
         self.assertEqual(len(found), 2, found)
         self.assertIn("core/ (floor 1) includes model/ (floor 7)", found[0][1] + found[1][1])
         self.assertIn("folder 'extra' has no floor", found[0][1] + found[1][1])
+
+    def test_two_folders_of_one_floor_including_each_other_are_caught(self):
+        with tempfile.TemporaryDirectory() as d:
+            for folder, other in (("infer", "finetune"), ("finetune", "infer")):
+                os.makedirs(os.path.join(d, "src", folder))
+                with open(os.path.join(d, "src", folder, "a.cpp"), "w") as f:
+                    f.write(f'#include "linformer/{other}/b.h"\n')
+            found = violations(d, {"infer": 10, "finetune": 10})
+            self.assertEqual(len(found), 1, found)
+            self.assertIn("finetune/ and infer/ (both floor 10) include each other", found[0][1])
+            os.remove(os.path.join(d, "src", "infer", "a.cpp"))
+            self.assertEqual(violations(d, {"infer": 10, "finetune": 10}), [], "one direction alone is allowed")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,11 @@ TEST(ClosestMatch, SuggestsTheRightSectionForAKnownLeaf) {
   EXPECT_EQ(closest_match("model.seed", keys), "seed");  // a top-level key too
 }
 
+TEST(ClosestMatch, NamesTheNewPlaceOfAMovedKey) {
+  const std::vector<std::string> keys = {"train.max_epochs", "train.max_updates", "finetune.train"};
+  EXPECT_EQ(closest_match("finetune.epochs", keys), "train.max_epochs");
+}
+
 TEST(ClosestMatch, StaysQuietWhenNothingIsClose) {
   const std::vector<std::string> keys = {"model.k", "model.layers"};
   EXPECT_EQ(closest_match("completely_unrelated", keys), std::nullopt);

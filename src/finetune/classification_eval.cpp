@@ -24,7 +24,7 @@ double ClassificationScores::macro_f1() const {
 }
 
 ClassificationScores evaluate_classifier(ClassifierModel& model, const data::LabelledSet& set, int batch_size,
-                                         std::vector<float>* probabilities) {
+                                         std::vector<float>* probabilities, int64_t max_batches) {
   ClassificationScores scores;
   scores.labels = model.labels();
   const int64_t L = scores.labels;
@@ -33,7 +33,9 @@ ClassificationScores evaluate_classifier(ClassifierModel& model, const data::Lab
   data::LabelledBatcher batches(set, batch_size, /*shuffle=*/false, 0);
   data::LabelledBatch batch;
   const Pass eval{false, 0, 0};
-  for (int64_t i = 0; i < batches.batches_per_epoch(); ++i) {
+  const int64_t count =
+      max_batches > 0 ? std::min(max_batches, batches.batches_per_epoch()) : batches.batches_per_epoch();
+  for (int64_t i = 0; i < count; ++i) {
     batches.next(batch);
     const ClassifierResult r =
         model.forward({batch.rows, batch.seq_len, batch.ids.data(), batch.lengths.data(), batch.labels.data()}, eval);

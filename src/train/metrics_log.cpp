@@ -62,34 +62,41 @@ void upgrade_csv_columns(const std::string& path) {
   write_file_atomic(path, out);
 }
 
-// The update of a row, or nothing when the line is not a whole row.
-std::optional<int64_t> csv_update(const std::string& line) {
+// What decides whether a row is kept.
+struct RowKey {
+  std::string kind;
+  int64_t update = 0;
+};
+
+// The kind and update of a row, or nothing when the line is not a whole row.
+std::optional<RowKey> csv_key(const std::string& line) {
   const auto fields = split_csv_line(line);
   const auto columns = split_csv_line(kCsvHeader);
   if (fields.size() != columns.size()) return std::nullopt;
   try {
     size_t used = 0;
     const int64_t update = std::stoll(fields[1], &used);
-    return used == fields[1].size() ? std::optional<int64_t>(update) : std::nullopt;
+    return used == fields[1].size() ? std::optional<RowKey>(RowKey{fields[0], update}) : std::nullopt;
   } catch (const std::exception&) {
     return std::nullopt;
   }
 }
 
-std::optional<int64_t> jsonl_update(const std::string& line) {
+std::optional<RowKey> jsonl_key(const std::string& line) {
   try {
     const auto row = nlohmann::json::parse(line);
-    return row.at("update").get<int64_t>();
+    return RowKey{row.at("kind").get<std::string>(), row.at("update").get<int64_t>()};
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }
 }
 
-// Rewrites `path` keeping the rows with update ≤ keep_until (and the first `header_lines`).
-// A torn last line (a process killed while appending it) is dropped with a warning; any other
-// line that is not a row is an error naming the file and line.
-template <class UpdateOf>
-void keep_rows(const std::string& path, int header_lines, int64_t keep_until, UpdateOf update_of) {
+// Rewrites `path` keeping the rows with update ≤ keep_until, but those of kind `drop_kind` (and
+// the first `header_lines`). A torn last line (a process killed while appending it) is dropped
+// with a warning; any other line that is not a row is an error naming the file and line.
+template <class KeyOf>
+void keep_rows(const std::string& path, int header_lines, int64_t keep_until, const std::string& drop_kind,
+               KeyOf key_of) {
   if (!std::filesystem::exists(path)) return;
   const std::string text = read_file(path);
   std::istringstream in(text);
@@ -103,8 +110,8 @@ void keep_rows(const std::string& path, int header_lines, int64_t keep_until, Up
       continue;
     }
     if (line.empty()) continue;
-    const auto update = update_of(line);
-    if (!update) {
+    const auto key = key_of(line);
+    if (!key) {
       const bool last = in.peek() == std::char_traits<char>::eof();
       if (!last) LF_FAIL("{}:{}: not a metrics row: '{}' (remove the line to continue the run)", path, number, line);
       spdlog::warn("{}:{}: dropping a partial last row (the process that wrote it was stopped mid-write)", path,
@@ -112,21 +119,21 @@ void keep_rows(const std::string& path, int header_lines, int64_t keep_until, Up
       changed = true;
       continue;
     }
-    if (*update <= keep_until) out += line + "\n";
+    if (key->update <= keep_until && key->kind != drop_kind) out += line + "\n";
     else changed = true;
   }
   if (changed || out.size() != text.size()) write_file_atomic(path, out);
 }
 }  // namespace
 
-MetricsLog::MetricsLog(const std::string& run_dir, int64_t keep_until, bool writes)
+MetricsLog::MetricsLog(const std::string& run_dir, int64_t keep_until, bool writes, const std::string& drop_kind)
     : csv_path_((std::filesystem::path(run_dir) / "metrics.csv").string()),
       jsonl_path_((std::filesystem::path(run_dir) / "metrics.jsonl").string()),
       writes_(writes) {
   if (!writes_) return;
   upgrade_csv_columns(csv_path_);
-  keep_rows(csv_path_, 1, keep_until, csv_update);
-  keep_rows(jsonl_path_, 0, keep_until, jsonl_update);
+  keep_rows(csv_path_, 1, keep_until, drop_kind, csv_key);
+  keep_rows(jsonl_path_, 0, keep_until, drop_kind, jsonl_key);
   const bool new_csv = !std::filesystem::exists(csv_path_) || std::filesystem::file_size(csv_path_) == 0;
   // The header whole or not at all: a full disk must not leave a metrics.csv without one.
   if (new_csv) write_file_atomic(csv_path_, kCsvHeader);

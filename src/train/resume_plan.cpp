@@ -71,7 +71,7 @@ std::vector<std::string> differing_order_keys(const DataIdentity& stored, const 
 }
 }  // namespace
 
-ResumePlan plan_resume(const TrainOptions& options, const std::string& run_dir) {
+ResumePlan plan_resume(const ResumeRequest& options, const std::string& run_dir) {
   const std::string checkpoints_dir = (fs::path(run_dir) / "checkpoints").string();
   ResumePlan plan;
   plan.reset_optimizer = options.reset_optimizer;

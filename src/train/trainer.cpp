@@ -12,14 +12,12 @@
 #include "linformer/model/memory_estimate.h"
 #include "linformer/model/mlm_model.h"
 #include "linformer/optim/adamw.h"
-#include "linformer/train/interval_meter.h"
 #include "linformer/train/metrics_log.h"
+#include "linformer/train/mlm_job.h"
 #include "linformer/train/resume_plan.h"
 #include "linformer/train/run_directory.h"
-#include "linformer/train/run_schedule.h"
 #include "linformer/train/training_data.h"
-#include "linformer/train/update_step.h"
-#include "linformer/train/validator.h"
+#include "linformer/train/training_loop.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -59,51 +57,21 @@ bool overlap_allreduce(OverlapAllreduce choice) {
   return choice == OverlapAllreduce::on || World::spans_several_machines();
 }
 
-void log_train_row(const MetricsRow& row, int64_t max_updates, double seconds_per_update, double allreduce_share) {
-  const std::string eta =
-      max_updates > 0 ? " | ETA " + format_duration(seconds_per_update * static_cast<double>(max_updates - row.update))
-                      : "";
-  const std::string allreduce =
-      World::distributed() ? fmt::format(" | allreduce {:.1f}%", 100 * allreduce_share) : "";
-  spdlog::info("update {}{} | lr {:.3g} | loss {:.4f} | ppl {:.2f} | acc {:.3f} | gnorm {:.3f} | {:.0f} tok/s{}{}",
-               row.update, max_updates > 0 ? fmt::format("/{}", max_updates) : "", row.lr, row.loss, row.perplexity,
-               row.accuracy, row.grad_norm, row.tokens_per_second, allreduce, eta);
-}
-
-TrainSummary summary_of(std::string run_dir, int64_t updates, const EvalResult& valid, std::string checkpoint) {
+TrainSummary summary_of(std::string run_dir, const LoopOutcome& outcome) {
   TrainSummary s;
   s.run_dir = std::move(run_dir);
-  s.updates = updates;
-  s.valid_loss = valid.loss();
-  s.valid_perplexity = valid.perplexity();
-  s.valid_accuracy = valid.accuracy();
-  s.valid_unigram_perplexity = valid.unigram_perplexity();
-  s.last_checkpoint = std::move(checkpoint);
+  s.updates = outcome.state.update;
+  s.valid_loss = outcome.validation.scores.loss;
+  s.valid_perplexity = outcome.validation.scores.perplexity;
+  s.valid_accuracy = outcome.validation.scores.accuracy;
+  s.valid_unigram_perplexity = outcome.validation.scores.unigram_perplexity;
+  s.interrupted = outcome.interrupted;
+  s.last_checkpoint = outcome.last_checkpoint;
   return s;
 }
 
-// Why the run stops now ("" to go on), the same on every process: a process stops when any
-// does (a signal reaches one, or its clock passes train.max_minutes first).
-std::string agreed_stop_reason(const RunSchedule& schedule, const TrainingState& state, double elapsed_seconds) {
-  const std::string reason = schedule.stop_reason(state, elapsed_seconds);
-  if (!World::any(!reason.empty())) return "";
-  return reason.empty() ? "another process stopped" : reason;
-}
-
-// The signal that stopped the run, the same on every process (a signal may reach one process only).
-std::string agreed_stop_signal() {
-  const std::string own = stop_signal_name();
-  int64_t received[2] = {own == "SIGTERM", own == "SIGINT"};
-  World::sum(received, 2);
-  const std::string signal = received[0] > 0 ? "SIGTERM" : received[1] > 0 ? "SIGINT" : "a signal";
-  return own.empty() ? signal + " (to another process)" : signal;
-}
-
-// The run in a locked, started run directory: data, model, optimizer and state, then the loop
-// of updates with logging, validation, checkpoints and stopping as the schedule says, then a
-// last validation and checkpoint. The parts live in their own files (update_step.h,
-// run_schedule.h, interval_meter.h, validator.h, resume_plan.h) so that fine-tuning and
-// data-parallel training can reuse them.
+// The run in a locked, started run directory: data, model, optimizer and state, then the one
+// training loop (training_loop.h) with pretraining as its job (mlm_job.h).
 TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, const std::string& resolved,
                       const ResumePlan& plan, const TrainOptions& options) {
   const auto data = open_training_data(recipe, options.recipe_path);
@@ -121,8 +89,6 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
   model.params().initialize(static_cast<uint64_t>(recipe.seed));
   AdamW optimizer(model.params(), recipe.optim);
   TrainingState state = load_resume_point(plan, spec, model.params(), optimizer);
-  const int64_t start_update = state.update;
-  data->train_batcher(state.update + 1).set_state({state.epoch, state.position});
   MetricsLog metrics(run_dir, state.update, /*writes=*/World::is_root());
   spdlog::info("model: {} parameters ({:.1f} MB), activations {:.1f} MB; train {} blocks ({} batches/epoch), valid {} blocks",
                model.params().count(), model.params().values().layout().bytes() / 1e6, model.activation_bytes() / 1e6,
@@ -133,80 +99,18 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
                  data->short_updates, recipe.train.short_seq_len, data->short_blocks->size(), data->short_micro_batches,
                  n);
 
-  const RunSchedule schedule(recipe);
-  Validator validator(model, *data, recipe, metrics);
   RunCheckpoints checkpoints((fs::path(run_dir) / "checkpoints").string(), recipe.checkpoint, resolved,
                              data->prepared.tokenizer.serialized(), identity);
   const bool overlap = overlap_allreduce(options.overlap_allreduce);
-  UpdateStep step(model, optimizer, *data, recipe, overlap);
-  IntervalMeter meter(state.interval);
-  const RunClock clock(state.elapsed_seconds);
-  // Rank 0 alone writes checkpoints (the processes hold the same weights and state).
-  auto save = [&] {
-    if (!World::is_root()) return;
-    TrainingState saved = state;
-    saved.interval = meter.sums();
-    checkpoints.write(model.params(), optimizer, saved, data->train_batcher(state.update + 1).state(), clock.elapsed());
-  };
-  // A checkpoint within the run: by recipe, a failed write may be skipped (tried again at the next).
-  auto save_periodic = [&] {
-    if (recipe.checkpoint.on_write_error == config::WriteErrorPolicy::stop) return save();
-    try {
-      save();
-    } catch (const Error& e) {
-      spdlog::error("checkpoint at update {} not written ({}); training goes on (checkpoint.on_write_error = "
-                    "\"skip\"), the next one is tried as scheduled",
-                    state.update, e.what());
-    }
-  };
-
-  if (World::distributed())
-    spdlog::info("data parallel: {}, each with train.batch_size = {} and train.accumulation = {}: {} sequences per "
-                 "update; gradients of {:.1f} MB summed over the processes per update, {}",
-                 World::description(), B, recipe.train.accumulation,
-                 static_cast<int64_t>(World::size()) * B * recipe.train.accumulation,
-                 model.params().grads().layout().bytes() / 1e6,
-                 overlap ? fmt::format("during the backward pass in {} buckets (--overlap-allreduce)",
-                                       step.gradient_buckets())
-                         : std::string("after the backward pass (--overlap-allreduce)"));
-  std::string reason = agreed_stop_reason(schedule, state, clock.elapsed());
-  if (plan.resumes() && !reason.empty() && !stop_requested()) {
-    // A finished run resumed: nothing to train, and no row or checkpoint to add.
-    EvalResult valid = validator.evaluate();
-    spdlog::info("{} already finished at update {} ({}): nothing to do", run_dir, state.update, reason);
-    return summary_of(run_dir, state.update, valid, plan.checkpoint);
-  }
-  while (reason.empty()) {
-    meter.add(step.run(state));
-    if (data->short_updates > 0 && state.update == data->short_updates)
-      spdlog::info("sequence-length warm-up done at update {}: blocks of {} tokens from here", state.update, n);
-    if (schedule.log_now(state.update)) {
-      const double seconds_per_update = meter.seconds_per_update();
-      const double allreduce_share = meter.allreduce_share();
-      const MetricsRow row = meter.take_row(state, data->train_batcher(state.update + 1).state().epoch, clock.elapsed());
-      metrics.append(row);
-      log_train_row(row, recipe.train.max_updates, seconds_per_update, allreduce_share);
-    }
-    const bool best = schedule.validate_now(state.update) && validator.run(state, clock.elapsed());
-    if (schedule.checkpoint_now(state.update, best)) save_periodic();
-    reason = agreed_stop_reason(schedule, state, clock.elapsed());
-  }
-
-  // The end: a finished run gets a last validation and checkpoint unless this update just had
-  // them. An interrupted one only a checkpoint: validating there would add a row and a patience
-  // count that the uninterrupted run never has, so the resumed run could not continue exactly.
-  const bool interrupted = World::any(schedule.interrupted(state, clock.elapsed()));
-  spdlog::info("stopping at update {}: {}", state.update, reason);
-  if (!interrupted && validator.last_update() != state.update) validator.run(state, clock.elapsed());
-  const bool nothing_new = plan.resumes() && state.update == start_update;
-  if (checkpoints.last_update() != state.update && !nothing_new) save();
-  const std::string last_checkpoint = checkpoints.last_update() >= 0 ? checkpoints.last_path() : plan.checkpoint;
-  TrainSummary summary = summary_of(run_dir, state.update, validator.last(), last_checkpoint);
-  summary.interrupted = interrupted;
-  if (interrupted) {
+  MlmJob job(model, *data, recipe);
+  const LoopOutcome outcome =
+      run_training_loop(job, optimizer, state, plan, recipe, {checkpoints, metrics}, overlap);
+  TrainSummary summary = summary_of(run_dir, outcome);
+  if (outcome.already_finished) return summary;
+  if (outcome.interrupted) {
     const std::string signal = agreed_stop_signal();
     if (World::is_root())
-      spdlog::warn("interrupted by {} at update {}; continue with: {}", signal, state.update,
+      spdlog::warn("interrupted by {} at update {}; continue with: {}", signal, summary.updates,
                    resume_command(options, run_dir));
     return summary;
   }
@@ -236,7 +140,9 @@ TrainSummary run_training(const TrainOptions& options) {
     lock.emplace((fs::path(run_dir) / "run.lock").string(), fmt::format("run directory '{}'", run_dir));
   }
   World::barrier();  // the others plan after rank 0 holds the lock
-  const ResumePlan plan = plan_resume(options, run_dir);  // refuses before anything is written
+  // Refuses before anything is written.
+  const ResumePlan plan = plan_resume(
+      {options.resume, options.reset_optimizer, options.reset_schedule, options.reset_data}, run_dir);
   if (World::is_root()) start_run_directory(run_dir, recipe, resolved);
   else select_matmul_precision(recipe.train.precision == config::Precision::bf16);
   try {

@@ -273,6 +273,7 @@ struct TrainConfig {
   int batch_size;
   int accumulation;
   int max_updates;
+  int max_epochs;
   int64_t max_tokens;
   double max_minutes;
   int short_seq_len;
@@ -284,6 +285,11 @@ struct TrainConfig {
     v("batch_size", batch_size, 8, "Sequences per micro-batch.", at_least(1));
     v("accumulation", accumulation, 1, "Micro-batches accumulated into one update.", at_least(1));
     v("max_updates", max_updates, 10000, "Stop after this many updates (0: no limit).", at_least(0));
+    v("max_epochs", max_epochs, 0,
+      "Stop after this many passes over the training data (0: no limit); after a sequence-length warm-up, passes "
+      "over the data.seq_len blocks. With train.max_updates, the first reached stops the run and sets the "
+      "learning-rate schedule's length.",
+      at_least(0));
     v("max_tokens", max_tokens, int64_t{0}, "Stop after this many training tokens (0: no limit).",
       at_least(int64_t{0}));
     v("max_minutes", max_minutes, 0.0, "Stop after this much wall time (0: no limit).", at_least(0.0));
@@ -304,6 +310,7 @@ struct TrainConfig {
 
 struct ValidationConfig {
   int every;
+  int every_epochs;
   int max_batches;
   int patience;
   double mask_probability;
@@ -312,6 +319,10 @@ struct ValidationConfig {
   template <class V>
   void visit(V& v) {
     v("every", every, 500, "Validate every this many updates (0: only at the end).", at_least(0));
+    v("every_epochs", every_epochs, 0,
+      "Also validate at the end of every this many passes over the training data (0: never at epoch ends); "
+      "fine-tuning recipes validate after every epoch.",
+      at_least(0));
     v("max_batches", max_batches, 0, "Validate on at most this many batches (0: the whole split).",
       at_least(0));
     v("patience", patience, 0,
@@ -329,6 +340,7 @@ struct ValidationConfig {
 
 struct CheckpointConfig {
   int every;
+  int every_epochs;
   int keep_last;
   bool keep_best;
   int milestone_every;
@@ -337,6 +349,9 @@ struct CheckpointConfig {
   template <class V>
   void visit(V& v) {
     v("every", every, 1000, "Write a checkpoint every this many updates (0: only at the end).",
+      at_least(0));
+    v("every_epochs", every_epochs, 0,
+      "Also write a checkpoint at the end of every this many passes over the training data (0: never at epoch ends).",
       at_least(0));
     v("keep_last", keep_last, 2, "Keep this many recent checkpoints.", at_least(1));
     v("keep_best", keep_best, true, "Also keep the checkpoint with the best validation loss.");
@@ -359,8 +374,9 @@ struct LoggingConfig {
 };
 
 // Fine-tuning for sequence classification (`linformer finetune`); pretraining ignores it. The
-// model, data.seq_len, optim, train.batch_size, checkpoint and logging sections apply as in
-// pretraining; the number of updates comes from finetune.epochs.
+// model, data.seq_len, optim, train, validation, checkpoint and logging sections apply as in
+// pretraining (one training loop: train/training_loop.h); the keys that have no meaning for a
+// classifier (masking for validation, shuffled words, the sequence-length warm-up) are refused.
 struct FinetuneConfig {
   std::string checkpoint;
   std::string train;
@@ -369,7 +385,6 @@ struct FinetuneConfig {
   std::string text_field;
   std::string label_field;
   std::vector<std::string> labels;
-  int epochs;
   bool freeze_encoder;
   double classifier_dropout;
 
@@ -389,7 +404,6 @@ struct FinetuneConfig {
       non_empty<std::string>());
     v("labels", labels, {},
       "Label names in id order (empty: the training file's labels, sorted; the run's recipe.toml records them).");
-    v("epochs", epochs, 3, "Passes over the training documents.", at_least(1));
     v("freeze_encoder", freeze_encoder, false, "Train only the classification head; the encoder stays as loaded.");
     v("classifier_dropout", classifier_dropout, 0.1, "Dropout before the head's output layer.",
       in_half_open(0.0, 1.0));

@@ -23,9 +23,10 @@ struct ClassificationScores {
   double macro_f1() const;
 };
 
-// Every document of `set`, in file order, `batch_size` at a time, without dropout. With
-// `probabilities`, it receives softmax(logits) per document: (N, L).
+// Every document of `set` (or those of its first max_batches batches, when > 0), in file order,
+// `batch_size` at a time, without dropout. With `probabilities`, it receives softmax(logits) per
+// document: (N, L).
 ClassificationScores evaluate_classifier(ClassifierModel& model, const data::LabelledSet& set, int batch_size,
-                                         std::vector<float>* probabilities = nullptr);
+                                         std::vector<float>* probabilities = nullptr, int64_t max_batches = 0);
 
 }  // namespace linformer

@@ -34,9 +34,10 @@ struct MetricsRow {
 
 class MetricsLog {
  public:
-  // Opens (creating) run_dir/metrics.{csv,jsonl}; keeps only rows with update ≤ keep_until.
+  // Opens (creating) run_dir/metrics.{csv,jsonl}; keeps only rows with update ≤ keep_until, and
+  // none of kind `drop_kind` (fine-tuning's "test" row, when the test is to be scored again).
   // writes = false (the data-parallel processes but rank 0): touches nothing, appends nothing.
-  MetricsLog(const std::string& run_dir, int64_t keep_until, bool writes = true);
+  MetricsLog(const std::string& run_dir, int64_t keep_until, bool writes = true, const std::string& drop_kind = "");
   void append(const MetricsRow& row);
   std::string csv_path() const { return csv_path_; }
   std::string jsonl_path() const { return jsonl_path_; }

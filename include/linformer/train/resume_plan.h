@@ -5,12 +5,19 @@
 #include "linformer/nn/model_spec.h"
 #include "linformer/optim/adamw.h"
 #include "linformer/train/checkpoint.h"
-#include "linformer/train/trainer.h"
 
 #include <string>
 #include <vector>
 
 namespace linformer {
+
+// What the command line asks: --resume (empty: a fresh run; "auto"; a checkpoint) and the resets.
+struct ResumeRequest {
+  std::string resume;
+  bool reset_optimizer = false;  // fresh AdamW moments
+  bool reset_schedule = false;   // the learning-rate schedule and update count start again
+  bool reset_data = false;       // the data position starts again at epoch 0
+};
 
 struct ResumePlan {
   std::string checkpoint;  // empty: a fresh run
@@ -22,12 +29,13 @@ struct ResumePlan {
 // the log). Refuses --resume PATH that is not a complete checkpoint, a schedule reset into a run directory
 // that has checkpoints (its restarted update numbers would mix with theirs), and a fresh start
 // over existing checkpoints.
-ResumePlan plan_resume(const TrainOptions& options, const std::string& run_dir);
+ResumePlan plan_resume(const ResumeRequest& request, const std::string& run_dir);
 
 // Refuses to resume on data the checkpoint's counters do not point into: another tokenizer
 // (always), another training split or other seed, seq_len, break_mode or batch_size (unless
-// --reset-data). `now` describes the data this run opened.
-void check_resume_data(const ResumePlan& plan, const DataIdentity& now, const std::string& prepared_dir);
+// --reset-data). `now` describes the data this run opened, `source` where it comes from (the
+// prepared directory, or fine-tuning's training file).
+void check_resume_data(const ResumePlan& plan, const DataIdentity& now, const std::string& source);
 
 // The model keys in which `stored` (a checkpoint's) and `now` differ, dropout rates aside (they may
 // change), each as "model.k (64 in the checkpoint, 128 now)".

@@ -1,10 +1,13 @@
 #pragma once
 // Every "when" of a training run in one place: when to write a log line, validate, checkpoint,
-// and stop (train.max_updates / max_tokens / max_minutes, early stopping, SIGINT/SIGTERM).
+// and stop (train.max_updates / max_epochs / max_tokens / max_minutes, early stopping,
+// SIGINT/SIGTERM/SIGHUP), and the learning rate of each update. The same for every job
+// (training_job.h): epochs are the job's passes over its training data.
 // Data-parallel training must take these decisions identically on every rank: this is where.
 
 #include "linformer/config/recipe.h"
 #include "linformer/train/checkpoint.h"
+#include "linformer/train/training_job.h"
 
 #include <chrono>
 #include <cstdint>
@@ -27,11 +30,21 @@ class RunClock {
 
 class RunSchedule {
  public:
-  explicit RunSchedule(const config::Recipe& recipe);
+  // Keeps references to both.
+  RunSchedule(const config::Recipe& recipe, const TrainingJob& job);
 
-  bool log_now(int64_t update) const { return update % logging_every_ == 0; }
-  bool validate_now(int64_t update) const { return validation_every_ > 0 && update % validation_every_ == 0; }
-  // A checkpoint every checkpoint.every updates, and at each new best validation when kept.
+  // The learning-rate schedule's length: train.max_updates, or the updates of train.max_epochs
+  // when that comes first (0: neither is set).
+  int64_t length() const { return length_; }
+  double learning_rate(int64_t update) const;
+
+  bool log_now(int64_t update) const { return update % recipe_.logging.every == 0; }
+  // Every validation.every updates, and at the end of every validation.every_epochs epochs.
+  bool validate_now(int64_t update) const;
+  // The second kind only.
+  bool validates_epoch_end(int64_t update) const { return ends_epochs(update, recipe_.validation.every_epochs); }
+  // A checkpoint every checkpoint.every updates, at the end of every checkpoint.every_epochs
+  // epochs, and at each new best validation when kept.
   bool checkpoint_now(int64_t update, bool new_best) const;
   // Why the run has finished (train.max_*, early stopping), or "".
   std::string finish_reason(const TrainingState& state, double elapsed_seconds) const;
@@ -41,8 +54,12 @@ class RunSchedule {
   bool interrupted(const TrainingState& state, double elapsed_seconds) const;
 
  private:
+  // Whether update `update` ended an epoch that is a multiple of `every` (0: never).
+  bool ends_epochs(int64_t update, int every) const;
+
   const config::Recipe& recipe_;
-  int64_t logging_every_, validation_every_, checkpoint_every_;
+  const TrainingJob& job_;
+  int64_t length_ = 0;
 };
 
 }  // namespace linformer

@@ -34,7 +34,7 @@ struct TrainingData {
   int micro_batches = 1;        // micro-batches of a later update (train.accumulation)
 
   // The batcher that makes update `update` (counted from 1), and how many micro-batches it has.
-  data::Batcher& train_batcher(int64_t update) { return update <= short_updates ? *short_train : *train; }
+  data::Batcher& train_batcher(int64_t update) const { return update <= short_updates ? *short_train : *train; }
   int micro_batches_of(int64_t update) const { return update <= short_updates ? short_micro_batches : micro_batches; }
 };
 
