@@ -7,7 +7,7 @@
 #include "linformer/kernels/cross_entropy.h"
 #include "linformer/kernels/dropout.h"
 #include "linformer/kernels/kernel_timing.h"
-#include "linformer/kernels/layer_norm.h"
+#include "linformer/kernels/layer_norm_rows.h"
 #include "linformer/kernels/matmul.h"
 #include "linformer/kernels/reduce.h"
 #include "linformer/kernels/softmax.h"

@@ -68,7 +68,23 @@ def violations(root, floors):
     return found
 
 
+def repeated_names(root):
+    """{file name without extension: [folders]} for names that more than one folder of src/ or
+    include/linformer/ uses (the .h and .cpp of one unit are one name)."""
+    folders = {}
+    for top in ("include", "src"):
+        for directory, _, files in os.walk(os.path.join(root, top)):
+            for name in files:
+                folder = folder_of(root, os.path.join(directory, name))
+                if folder is not None and name.endswith((".h", ".cpp")):
+                    folders.setdefault(os.path.splitext(name)[0], set()).add(folder)
+    return {name: sorted(f) for name, f in folders.items() if len(f) > 1}
+
+
 class Layering(unittest.TestCase):
+    def test_file_names_are_unique_across_folders(self):
+        self.assertEqual(repeated_names(ROOT), {}, "one name, two units: rename one so a name finds one file")
+
     def test_every_include_points_down(self):
         floors = read_floors(os.path.join(ROOT, "docs", "ARCHITECTURE.md"))
         found = violations(ROOT, floors)

@@ -8,7 +8,7 @@
 #include "linformer/core/staged_dir.h"
 #include "linformer/core/version.h"
 #include "linformer/data/corpus.h"
-#include "linformer/data/encoder.h"
+#include "linformer/data/document_encoder.h"
 #include "linformer/data/hash.h"
 #include "linformer/data/prepared.h"
 #include "linformer/data/shard.h"

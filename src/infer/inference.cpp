@@ -6,7 +6,7 @@
 #include "linformer/core/thread_placement.h"
 #include "linformer/data/batcher.h"
 #include "linformer/data/corpus.h"
-#include "linformer/data/encoder.h"
+#include "linformer/data/document_encoder.h"
 #include "linformer/data/prepared.h"
 #include "linformer/data/shard.h"
 #include "linformer/data/special_tokens.h"

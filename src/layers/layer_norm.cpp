@@ -1,6 +1,6 @@
 #include "linformer/layers/layer_norm.h"
 
-#include "linformer/kernels/layer_norm.h"
+#include "linformer/kernels/layer_norm_rows.h"
 
 namespace linformer {
 

@@ -1,4 +1,4 @@
-#include "linformer/data/encoder.h"
+#include "linformer/data/document_encoder.h"
 
 #include <omp.h>
 

@@ -1,4 +1,4 @@
-#include "linformer/kernels/layer_norm.h"
+#include "linformer/kernels/layer_norm_rows.h"
 
 #include "linformer/kernels/kernel_timing.h"
 
