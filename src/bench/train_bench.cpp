@@ -92,6 +92,45 @@ double measure_matmul_peak_gflops(MatmulOperands operands) {
   return best_probe_gflops(0.5f, 0.25f);
 }
 
+namespace {
+
+// Per model stage and per kernel family, the means over the timed steps.
+void record_step_times(TrainBenchResult& r, MlmModel& model, int timed_steps) {
+  const auto kernels = kernel_timing();
+  for (int i = 0; i < kKernelKinds; ++i) {
+    const KernelTotals& k = kernels[i];
+    r.kernels.push_back({kernel_name(static_cast<KernelKind>(i)), 1e3 * k.seconds / timed_steps,
+                         static_cast<double>(k.calls) / timed_steps, k.seconds > 0 ? 1e-9 * k.flops / k.seconds : 0.0});
+  }
+  const auto& times = model.stage_times();
+  for (size_t i = 0; i < times.names.size(); ++i)
+    r.stages.push_back({times.names[i], 1e3 * times.forward_seconds[i] / timed_steps,
+                        1e3 * times.backward_seconds[i] / timed_steps});
+}
+
+// The measured matmul peaks, the run's rates against them, and the ceiling: the step's timed work
+// with every matmul at the peak instead. Needs the timings, FLOPs and median already in `r`.
+void record_peaks_and_ceiling(TrainBenchResult& r, const MatmulPrecision& precision) {
+  r.bf16 = precision.bf16;
+  r.precision_note = precision.note;
+  // The f32 probe with f32 operands (not rounded to bf16), then the run's precision again.
+  select_matmul_precision(false);
+  r.fp32_peak_gflops = measure_matmul_peak_gflops(MatmulOperands::f32);
+  if (cpu_has_bf16()) r.bf16_peak_gflops = measure_matmul_peak_gflops(MatmulOperands::bf16);
+  select_matmul_precision(precision.bf16);
+  r.peak_gflops = precision.bf16 ? r.bf16_peak_gflops : r.fp32_peak_gflops;
+  const double tokens = static_cast<double>(r.batch * r.seq_len);
+  r.tokens_per_s = tokens / r.median_s;
+  r.gflops_per_s = 3 * r.forward_gflop / r.median_s;
+  double step_ms = r.optimizer_ms;
+  for (const auto& stage : r.stages) step_ms += stage.forward_ms + stage.backward_ms;
+  const double matmul_ms = r.kernels[static_cast<size_t>(KernelKind::matmul)].ms;
+  r.ceiling_step_ms = step_ms - matmul_ms + 3e3 * r.forward_gflop / r.peak_gflops;
+  r.ceiling_tokens_per_s = tokens / (1e-3 * r.ceiling_step_ms);
+}
+
+}  // namespace
+
 TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int timed_steps, bool beside_busy_process,
                              bool every_row) {
   const ModelSpec spec = ModelSpec::from_recipe(recipe);
@@ -153,12 +192,7 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
   }
   std::sort(seconds.begin(), seconds.end());
   r.matmul_implementations = matmul_implementations();  // before the peak probe adds its own
-  const auto kernels = kernel_timing();
-  for (int i = 0; i < kKernelKinds; ++i) {
-    const KernelTotals& k = kernels[i];
-    r.kernels.push_back({kernel_name(static_cast<KernelKind>(i)), 1e3 * k.seconds / timed_steps,
-                         static_cast<double>(k.calls) / timed_steps, k.seconds > 0 ? 1e-9 * k.flops / k.seconds : 0.0});
-  }
+  record_step_times(r, model, timed_steps);
   r.batch = B;
   r.seq_len = T;
   r.masked = M;
@@ -174,26 +208,7 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
   r.flops_per_token = 3 * r.forward_gflop * 1e9 / static_cast<double>(B * T);
   r.optimizer_ms = 1e3 * idle_optimizer_seconds / timed_steps;
   r.optim = recipe.optim;
-  const auto& times = model.stage_times();
-  for (size_t i = 0; i < times.names.size(); ++i)
-    r.stages.push_back({times.names[i], 1e3 * times.forward_seconds[i] / timed_steps,
-                        1e3 * times.backward_seconds[i] / timed_steps});
-  r.bf16 = precision.bf16;
-  r.precision_note = precision.note;
-  // The f32 probe with f32 operands (not rounded to bf16), then the run's precision again.
-  select_matmul_precision(false);
-  r.fp32_peak_gflops = measure_matmul_peak_gflops(MatmulOperands::f32);
-  if (cpu_has_bf16()) r.bf16_peak_gflops = measure_matmul_peak_gflops(MatmulOperands::bf16);
-  select_matmul_precision(precision.bf16);
-  r.peak_gflops = precision.bf16 ? r.bf16_peak_gflops : r.fp32_peak_gflops;
-  r.tokens_per_s = static_cast<double>(B * T) / r.median_s;
-  r.gflops_per_s = 3 * r.forward_gflop / r.median_s;
-  // The ceiling: the step's timed work with every matmul at the probe's peak instead.
-  double step_ms = r.optimizer_ms;
-  for (const auto& stage : r.stages) step_ms += stage.forward_ms + stage.backward_ms;
-  const double matmul_ms = r.kernels[static_cast<size_t>(KernelKind::matmul)].ms;
-  r.ceiling_step_ms = step_ms - matmul_ms + 3e3 * r.forward_gflop / r.peak_gflops;
-  r.ceiling_tokens_per_s = static_cast<double>(B * T) / (1e-3 * r.ceiling_step_ms);
+  record_peaks_and_ceiling(r, precision);
   r.parameter_bytes = model.params().values().layout().bytes();
   r.activation_bytes = model.activation_bytes();
   rusage usage{};
