@@ -1,14 +1,15 @@
 #pragma once
 // `linformer finetune`: a pretrained encoder (or a random one) with a classification head,
-// trained on labelled documents for finetune.epochs epochs.
+// trained on labelled documents by the one training loop (train/training_loop.h) with
+// ClassificationJob as its job: every [train], [validation] and [checkpoint] key means what it
+// means in pretraining (train.max_epochs, validation.every_epochs, ...).
 //
-// One update = one batch of train.batch_size documents, the loss their mean cross-entropy;
-// the learning-rate schedule spans epochs × batches per epoch updates. After every epoch: a
-// validation (loss, accuracy, macro F1) and a checkpoint; the best epoch is the one of lowest
-// validation loss (validation.patience stops after that many epochs without a lower one), and
-// the test file is evaluated once at the end with its weights.
-// Checkpoints, exact resume (--resume auto), SIGINT/SIGTERM and the metrics files work as in
-// pretraining; every random draw is a function of the seed and the counters.
+// One update = train.accumulation batches of train.batch_size documents, the loss their mean
+// cross-entropy. The best validation is the one of lowest loss; the test file is scored once at
+// the end with its weights (results.json, written last: a resumed run without it scores again).
+// Checkpoints, exact resume (--resume auto, from the fine-tuning checkpoint alone),
+// SIGINT/SIGTERM and the metrics files work as in pretraining; every random draw is a function of
+// the seed and the counters.
 
 #include <cstdint>
 #include <string>
