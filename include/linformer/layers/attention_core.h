@@ -60,15 +60,15 @@ class AttentionCore {
 
   // Buffers a variant may borrow (B, T, C): ctx is free before forward's P·V and after backward's
   // out_proj step, d_ctx after backward's attention products; d_ctx_bf16 (bf16 path) likewise.
-  TensorView<float> ctx_buffer(const Extents& e) const { return ws_->view(ctx_, e); }
-  TensorView<float> d_ctx_buffer(const Extents& e) const { return ws_->view(d_ctx_, e); }
+  TensorView<float> ctx_buffer(const Extents& e) const { return ws_->view(cache_.ctx, e); }
+  TensorView<float> d_ctx_buffer(const Extents& e) const { return ws_->view(scratch_.d_ctx, e); }
   TensorView<bf16> d_ctx_bf16_buffer(const Extents& e) const {  // empty off the bf16 path
-    return d_ctx_bf16_ ? ws_->view(d_ctx_bf16_, e) : TensorView<bf16>{};
+    return scratch_.d_ctx_bf16 ? ws_->view(scratch_.d_ctx_bf16, e) : TensorView<bf16>{};
   }
 
  private:
   // Training on the bf16 path: P·V writes ctx rounded into out_proj's input cache, and out_proj's
-  // backward writes d_ctx rounded into d_ctx_bf16_: neither is kept in f32.
+  // backward writes d_ctx rounded into scratch_.d_ctx_bf16: neither is kept in f32.
   bool ctx_in_bf16() const { return runs_bf16() && out_proj_.keeps_bf16_caches(); }
   // A scores-shaped buffer (B, H, T, S) as (B, H, Tq, S): its first B·H·Tq rows. S is T itself for
   // full attention, so the view cannot come from extents with Tq for T.
@@ -84,7 +84,7 @@ class AttentionCore {
                              TensorView<const float> d_ctx, float scale, const Pass& pass, const QueryRows* rows);
   void products_backward_bf16(const BatchGeometry& g, const HeadOperands& heads, const HeadGradients& d_heads,
                               TensorView<const bf16> d_ctx, float scale, const Pass& pass, const QueryRows* rows);
-  // P_used = dropout(P): the same mask on dP_used, in place in d_probs_.
+  // P_used = dropout(P): the same mask on dP_used, in place in scratch_.d_probs.
   void dropout_backward(const BatchGeometry& g, int64_t Tq, const Pass& pass, const QueryRows* rows);
   // With query rows and attention dropout: (B·H·Tq) the row of the layer's (B, H, T, S) scores each
   // score row stands for, whose dropout mask it takes (capacity reserved with the layer).
@@ -96,17 +96,21 @@ class AttentionCore {
   int64_t C_ = 0, H_ = 0, D_ = 0;
   bool bf16_caches_ = false;
   Linear out_proj_;  // layers.{l}.attn.out_proj (C, C)
-  // Caches: P and P_used (B, H, T, S), f32 (the bf16 path keeps P only in probs_bf16_ unless
-  // attention dropout needs it in f32); ctx (B, T, C); the bf16 path's P (B, H, T, S).
-  Buffer<float> probs_, probs_dropped_, ctx_;
-  Buffer<bf16> probs_bf16_;
-  // Backward scratch (shared by all layers): d_ctx (B, T, C), d_probs (B, H, T, S); the bf16
-  // path's d_ctx (B, T, C) and d_scores (B, H, T, S).
-  Buffer<float> d_ctx_, d_probs_;
-  Buffer<bf16> d_ctx_bf16_, d_probs_bf16_;
+  struct Cache {
+    Buffer<float> probs;          // (B, H, T, S): P (none on the bf16 path without attention dropout)
+    Buffer<float> probs_dropped;  // (B, H, T, S): P_used = dropout(P) (attention dropout only)
+    Buffer<float> ctx;            // (B, T, C): the heads side by side, out_proj's input
+    Buffer<bf16> probs_bf16;      // (B, H, T, S): P rounded (bf16 path; inference: the scores, then P)
+  } cache_;
+  struct Scratch {  // backward only, shared by all layers
+    Buffer<float> d_ctx;           // (B, T, C)
+    Buffer<float> d_probs;         // (B, H, T, S): dP_used, dP, then d_scores
+    Buffer<bf16> d_ctx_bf16;       // (B, T, C): d_ctx rounded (bf16 path)
+    Buffer<bf16> d_scores_bf16;    // (B, H, T, S): dP, then d_scores, rounded (bf16 path)
+  } scratch_;
   std::vector<int32_t> score_rows_;
-  // bf16 inference: the scores are written in bf16 into probs_bf16_ and become P there (no f32
-  // probs_): half of fp32's score memory, where otherwise bf16 would keep both.
+  // bf16 inference: the scores are written in bf16 into cache_.probs_bf16 and become P there (no f32
+  // P): half of fp32's score memory, where otherwise bf16 would keep both.
   bool scores_in_bf16_ = false;
 };
 
