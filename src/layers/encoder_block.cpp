@@ -42,7 +42,7 @@ EncoderBlock::EncoderBlock(const ModelSpec& spec, const Parameters& params, Work
     : spec_(spec),
       ws_(ws),
       layer_(layer),
-      attention_(spec, params, ws, layer, max_batch),
+      attention_(make_attention(spec, params, ws, layer, max_batch)),
       ffn_(spec, params, ws, layer, max_batch * spec.seq_len) {
   const std::string p = "layers." + std::to_string(layer) + ".";
   ln_attn_ = LayerNorm(params, p + "ln_attn");
@@ -66,11 +66,11 @@ EncoderBlock::EncoderBlock(const ModelSpec& spec, const Parameters& params, Work
   rstd2_ = ws.reserve_cache(layer, "rstd2", {rows});
   d_branch_ = ws.reserve_backward("block.d_branch", {rows, C});
   d_mid_ = ws.reserve_backward("block.d_mid", {rows, C});
-  if (attention_.selects_queries()) d_rows_ = ws.reserve_backward("block.d_rows", {rows, C});
+  if (attention_->selects_queries()) d_rows_ = ws.reserve_backward("block.d_rows", {rows, C});
 }
 
 TensorView<bf16> EncoderBlock::input_bf16(const BatchGeometry& g) const {
-  return spec_.norm == config::NormPlacement::post ? attention_.input_bf16(g) : TensorView<bf16>{};
+  return spec_.norm == config::NormPlacement::post ? attention_->input_bf16(g) : TensorView<bf16>{};
 }
 
 void EncoderBlock::forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y,
@@ -99,7 +99,7 @@ void EncoderBlock::forward(const BatchGeometry& g, TensorView<const float> x, Te
   if (spec_.norm == config::NormPlacement::post) {
     float *mean1 = ws_.view(mean1_, r).data(), *rstd1 = ws_.view(rstd1_, r).data();
     const TensorView<float> f = ws_.view(f_, r);
-    attention_.forward(g, x, branch.reshape(shaped), key_valid, pass, x_rounded, rows);
+    attention_->forward(g, x, branch.reshape(shaped), key_valid, pass, x_rounded, rows);
     attention_residual();
     const TensorView<bf16> h_bf16 = ffn_.input_bf16(out_rows);  // bf16 path: LayerNorm rounds h for fc1
     ln_attn_.forward(a, h, mean1, rstd1, h_bf16);
@@ -111,9 +111,9 @@ void EncoderBlock::forward(const BatchGeometry& g, TensorView<const float> x, Te
     const Extents all = Extents::rows(g.rows());  // LN_attn: every row, the keys' and values' input
     float *mean1 = ws_.view(mean1_, all).data(), *rstd1 = ws_.view(rstd1_, all).data();
     const TensorView<float> attn_in = ws_.view(attn_in_, all);
-    const TensorView<bf16> attn_in_bf16 = attention_.input_bf16(g);  // bf16 path: LayerNorm rounds it
+    const TensorView<bf16> attn_in_bf16 = attention_->input_bf16(g);  // bf16 path: LayerNorm rounds it
     ln_attn_.forward(x2, attn_in, mean1, rstd1, attn_in_bf16);
-    attention_.forward(g, attn_in.reshape(Shape{g.B, g.T, C}), branch.reshape(shaped), key_valid, pass,
+    attention_->forward(g, attn_in.reshape(Shape{g.B, g.T, C}), branch.reshape(shaped), key_valid, pass,
                        attn_in_bf16.data() != nullptr, rows);
     attention_residual();
     const TensorView<bf16> h_bf16 = ffn_.input_bf16(out_rows);  // bf16 path: LayerNorm rounds h for fc1
@@ -156,7 +156,7 @@ void EncoderBlock::backward(const BatchGeometry& g, TensorView<const float> x, T
     // h = LN_attn(a): da into d_mid.
     ln_attn_.backward(d_out_rows, a, mean1, rstd1, d_mid);
     // a = x + drop(attn(x)): dx = da + attn'(drop'(da)).
-    attention_.backward(g, x, residual_backward(d_mid, d_branch, spec_.dropout, pass, s_attn, rows).reshape(shaped),
+    attention_->backward(g, x, residual_backward(d_mid, d_branch, spec_.dropout, pass, s_attn, rows).reshape(shaped),
                         dx, pass, rows);
     add_residual_gradient(d_mid);
   } else {
@@ -169,7 +169,7 @@ void EncoderBlock::backward(const BatchGeometry& g, TensorView<const float> x, T
     ln_ffn_.backward(d_mid, a, mean2, rstd2, d_out_rows);  // d_out_rows = LN_ffn'(…) (scratch for da)
     add_into(d_out_rows.data(), dy2.data(), d_out_rows.numel());  // d_out_rows = da
     // a = x + drop(attn(LN_attn(x))): dx = da + LN_attn'(attn'(drop'(da))).
-    attention_.backward(g, attn_in.reshape(Shape{g.B, g.T, C}),
+    attention_->backward(g, attn_in.reshape(Shape{g.B, g.T, C}),
                         residual_backward(d_out_rows, d_branch, spec_.dropout, pass, s_attn, rows).reshape(shaped),
                         d_attn_in.reshape(Shape{g.B, g.T, C}), pass, rows);
     // d_attn_in holds d(attn_in) at every row; turn it into d(x) through LN_attn and add da.

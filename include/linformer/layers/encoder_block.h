@@ -8,6 +8,8 @@
 #include "linformer/layers/feed_forward.h"
 #include "linformer/layers/layer_norm.h"
 
+#include <memory>
+
 namespace linformer {
 
 class EncoderBlock {
@@ -26,7 +28,7 @@ class EncoderBlock {
                const Pass& pass, bool x_rounded = false, TensorView<bf16> y_bf16 = {},
                const QueryRows* rows = nullptr);
   // Whether this block can compute its output at some rows only (see QueryRows).
-  bool selects_queries() const { return attention_.selects_queries(); }
+  bool selects_queries() const { return attention_->selects_queries(); }
   // The bf16 path of training, post-LN: the attention's input cache, for the kernel that makes this
   // block's input (the previous block's LN_ffn, the embedding's LayerNorm) to write x's rounding
   // into. Empty otherwise: pre-LN, the block's own LN_attn makes the attention's input and writes it.
@@ -40,7 +42,7 @@ class EncoderBlock {
   const ModelSpec& spec_;
   const Workspace& ws_;
   int layer_;
-  Attention attention_;
+  std::unique_ptr<Attention> attention_;  // the variant the spec asks for (make_attention)
   FeedForward ffn_;
   LayerNorm ln_attn_, ln_ffn_;
   // Caches (B·T rows): the attention residual sum `a`, the FFN input `h` (post) or LN outputs (pre),
