@@ -44,7 +44,9 @@ import json
 import math
 import os
 import re
+import statistics
 import sys
+import tomllib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -237,9 +239,11 @@ def ratio_text(d, lo, hi):
 
 
 def model_text(s):
+    """Mean ± sd (seeds done), "of" the seeds the manifest declares when some are not done."""
+    seeds = f"{s['n']}" + (f" of {len(s['declared'])}" if len(s["declared"]) > s["n"] else "")
     if s["n"] == 1:
-        return f"{s['mean']:,.1f} (1)"
-    return f"{s['mean']:,.1f} ± {s['sd']:,.1f} ({s['n']})"
+        return f"{s['mean']:,.1f} ({seeds})"
+    return f"{s['mean']:,.1f} ± {s['sd']:,.1f} ({seeds})"
 
 
 def judge(claim, stats, sigma, df):
@@ -381,6 +385,18 @@ def run_numbers(results, run):
     if os.path.exists(os.path.join(folder, "word_order.json")):
         with open(os.path.join(folder, "word_order.json")) as f:
             out["test_shuffled_ratio"] = json.load(f)["ratio"]
+    with open(os.path.join(folder, "metrics.jsonl")) as f:
+        train = [r for r in (json.loads(line) for line in f if line.strip())
+                 if r["kind"] == "train" and r.get("tokens_per_second")]
+    if train:
+        out["median_tokens_per_second"] = statistics.median(r["tokens_per_second"] for r in train)
+    switch = 0
+    if os.path.exists(os.path.join(folder, "recipe.toml")):
+        with open(os.path.join(folder, "recipe.toml"), "rb") as f:
+            switch = tomllib.load(f).get("train", {}).get("short_seq_updates", 0)
+    after = [r["tokens_per_second"] for r in train if r["update"] > switch]
+    if switch and after:  # the sequence-length warm-up's second phase: blocks of n
+        out["median_tokens_per_second_after_warmup"] = statistics.median(after)
     return out
 
 

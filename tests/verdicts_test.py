@@ -26,6 +26,8 @@ PPL = {"base": 100 * E, "base_seed2": 100 / E, "base_seed3": 100.0, "fast": 50.0
        "solo_a": 80.0, "solo_b": 81.0}
 
 MANIFEST = """
+[fast_seeds]
+recipes = ["fast.toml", "fast_seed2.toml"]
 [seeds]
 recipes = ["base.toml", "base_seed2.toml", "base_seed3.toml"]
 seed_spread = true
@@ -73,21 +75,24 @@ on_par = "ghost.toml"
 def write_run(results, name, ppl):
     folder = os.path.join(results, "runs", name)
     os.makedirs(folder)
-    rows = [{"kind": "train", "update": 5, "tokens": 500, "loss": 9.0, "perplexity": 8000.0},
-            {"kind": "valid", "update": 5, "tokens": 500, "loss": 7.0, "perplexity": 2 * ppl, "unigram_perplexity": 1000.0},
-            {"kind": "valid", "update": 10, "tokens": 1000, "loss": math.log(ppl), "perplexity": ppl,
-             "unigram_perplexity": 1000.0, "shuffled_perplexity": 3 * ppl}]
+    rows = [{"kind": "train", "update": u, "tokens": 100 * u, "loss": 9.0, "perplexity": 8000.0,
+             "tokens_per_second": 50.0 * u} for u in (2, 4, 6, 8, 10)]
+    rows += [{"kind": "valid", "update": 5, "tokens": 500, "loss": 7.0, "perplexity": 2 * ppl, "unigram_perplexity": 1000.0},
+             {"kind": "valid", "update": 10, "tokens": 1000, "loss": math.log(ppl), "perplexity": ppl,
+              "unigram_perplexity": 1000.0, "shuffled_perplexity": 3 * ppl}]
     with open(os.path.join(folder, "metrics.jsonl"), "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in rows)
     with open(os.path.join(folder, "run.json"), "w") as f:
         json.dump({"test": {"perplexity": ppl + 1, "ratio_to_unigram": 0.5}}, f)
+    with open(os.path.join(folder, "recipe.toml"), "w") as f:
+        f.write("[train]\nshort_seq_updates = 5\n" if name == "fast" else "[train]\n")
 
 
 class MadeUpRuns(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
         d = self.dir.name
-        for name in [*PPL, "ghost"]:
+        for name in [*PPL, "ghost", "fast_seed2"]:
             with open(os.path.join(d, name + ".toml"), "w") as f:
                 f.write("\n")
         self.manifest = os.path.join(d, "experiments.toml")
@@ -132,7 +137,7 @@ class MadeUpRuns(unittest.TestCase):
         self.assertLess(math.exp(hi), 0.98)  # the whole interval below the 2% band
         check = claims["fast_vs_base"]["checks"][0]
         self.assertEqual(check["outcome"], "disagrees")
-        self.assertEqual(check["measured"], f"50.0 (1) vs {base['mean']:.1f} ± {base['sd']:.1f} (3): ×0.5 "
+        self.assertEqual(check["measured"], f"50.0 (1 of 2) vs {base['mean']:.1f} ± {base['sd']:.1f} (3): ×0.5 "
                                             f"[{math.exp(math.log(0.5) - half):.3g}, {math.exp(math.log(0.5) + half):.3g}]; "
                                             "σ 10.5% (df 2, seeds)")
         self.assertIn("within 2% (0.2 σ)", check["check"])  # ln 1.02 / 0.1 = 0.198
@@ -162,6 +167,11 @@ class MadeUpRuns(unittest.TestCase):
         self.assertAlmostEqual(everything["runs"]["fast"]["valid_shuffled_ratio"], 3.0)
         self.assertAlmostEqual(everything["runs"]["fast"]["valid_ratio_to_unigram"], 0.05)
         self.assertAlmostEqual(everything["runs"]["fast"]["test_ppl"], 51.0)
+        # Training speed: the median of the logged intervals (100 … 500 tokens/s), and after the
+        # sequence-length warm-up's switch at update 5, of those at updates 6, 8, 10 only.
+        self.assertAlmostEqual(everything["runs"]["fast"]["median_tokens_per_second"], 300.0)
+        self.assertAlmostEqual(everything["runs"]["fast"]["median_tokens_per_second_after_warmup"], 400.0)
+        self.assertNotIn("median_tokens_per_second_after_warmup", everything["runs"]["base"])
         self.assertAlmostEqual(everything["experiment_spreads"]["order"], 400 / 50 - 1)  # final runs only, fast the lowest
         spread = everything["seed_spreads"][0]
         self.assertAlmostEqual(spread["spread"], E * E - 1)
