@@ -217,5 +217,42 @@ class CommittedResults(unittest.TestCase):
                 self.assertLessEqual(len(cell), 200, cell)
 
 
+class CitedNumbers(unittest.TestCase):
+    """Numbers the README's prose cites, formatted from the committed verdicts.json (which
+    CommittedResults keeps equal to what the results give), so the prose cannot drift from data."""
+
+    def setUp(self):
+        with open(os.path.join(ROOT, "results", "brown", "verdicts.json")) as f:
+            self.v = json.load(f)
+        with open(os.path.join(ROOT, "README.md")) as f:
+            self.readme = " ".join(f.read().split())  # line breaks as spaces
+
+    def cited(self, text):
+        self.assertIn(text, self.readme)
+
+    def interval(self, experiment, kind):
+        claim = next(c for c in self.v["claims"] if c["experiment"] == experiment)
+        _, lo, hi = next(c for c in claim["checks"] if c["kind"] == kind)["log_ratios"][0]
+        return f"×{math.exp(lo):.3g}–{math.exp(hi):.3g}"
+
+    def test_the_cited_numbers_are_the_files(self):
+        s15 = self.v["runs"]["s15_post_d128_mask30_nodrop_long"]
+        self.cited(f"and {s15['valid_shuffled_ratio']:.2f} at 14,000")
+        self.cited(f"on the test split, at the same checkpoint, {s15['test_shuffled_ratio']:.2f}")
+        within = max(self.v["experiment_spreads"][x] for x in verdicts.FIGURE3_20M)
+        self.cited(f"within {within:.1%} of the others ({self.v['figure3_20m_spread_across']:.1%} across")
+        speed = [f"{self.v['runs'][r]['median_tokens_per_second_after_warmup']:,.0f}"
+                 for r in ("transformer_n1024_long_sinusoidal_warmup128", "linformer_n1024_k64_long_sinusoidal_warmup128",
+                           "linformer_n1024_k128_long_sinusoidal_warmup128", "linformer_n1024_k256_long_sinusoidal_warmup128")]
+        self.cited(f"a median {speed[0]} tokens/s against the Linformers' {speed[1]} (k = 64), {speed[2]} (k = 128) "
+                   f"and {speed[3]} (k = 256")
+        seeds = [self.v["finetune"][f"brown_genres_15_n1024/transformer_n1024_long_sinusoidal_warmup128_s{s}"] for s in (1, 2)]
+        self.cited(f"({100 * seeds[0][2]:.1f} → {100 * seeds[1][2]:.1f}: {seeds[0][0]} and {seeds[1][0]} of {seeds[1][1]})")
+        self.cited(f"| 70.3 | {100 * seeds[0][2]:.1f}, {100 * seeds[1][2]:.1f} |")
+        self.cited(f"k = 128 at {self.interval('k_n512_warmup', 'on_par')} of it at 95%")
+        self.cited(f"(\"disagrees\": 95% interval {self.interval('k_main_job', 'on_par')})")
+        self.cited(f"(\"disagrees\": 95% interval {self.interval('k_n1024_warmup', 'on_par')};")
+
+
 if __name__ == "__main__":
     unittest.main()
