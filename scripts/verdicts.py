@@ -6,7 +6,7 @@
   verdicts.py --check [...]        exit 1 when the README's verdict block or R/verdicts.json is not
                                    what the results give (nothing is written)
 
-`scripts/experiments.py` (run, report) writes the same table and file after every report.
+`scripts/experiments.py` (run, report) writes the same after every report.
 
 Models and seeds. A model is a run name without a `_seedN` suffix; its seeds are the manifest's runs
 named MODEL or MODEL_seedN (any experiment of the manifest, seed recipes are listed in the `seeds_*`
@@ -78,7 +78,7 @@ SEED_SUFFIX = re.compile(r"_seed\d+$")
 
 
 def read_tolerance(where, value):
-    """("relative", 0.02) or ("sd", 3.0) from 0.02 or "3 sd"."""
+    """{"relative": 0.02} or {"sd": 3.0} from 0.02 or "3 sd"."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
         return {"relative": float(value)}
     m = re.fullmatch(r"\s*([0-9.]+)\s*sd\s*", value) if isinstance(value, str) else None
@@ -165,8 +165,9 @@ def model_stats(model, manifest_runs, results):
     """Every seed of `model` among the manifest's runs: its runs, declared and done, and the
     final validation perplexities' mean, sd, and the mean and sd of their logs."""
     declared = [r for r in manifest_runs if model_of(r) == model]
-    done = [r for r in declared if final_validation(results, r) is not None]
-    ppl = [final_validation(results, r)["perplexity"] for r in done]
+    finals = {r: final_validation(results, r) for r in declared}
+    done = [r for r in declared if finals[r] is not None]
+    ppl = [finals[r]["perplexity"] for r in done]
     logs = [math.log(p) for p in ppl]
     n = len(ppl)
     return {"model": model, "declared": declared, "seeds": done, "n": n, "valid_ppl": ppl,
@@ -314,7 +315,7 @@ def claim_verdict(experiment, experiments, manifest_runs, results):
     noise = {"sigma": sigma, "df": df, "relative": math.exp(sigma) - 1 if sigma is not None else None,
              "family": family, "models": sorted(m for m, s in pool.items() if s["n"] >= 2)}
     out = {"experiment": experiment, "paper": claim["paper"], "tolerance": claim["tolerance"], "noise": noise,
-           "models": {r: s for r, s in models.items()}}
+           "models": models}
     missing = [r for r, s in models.items() if s["n"] == 0]
     if missing:
         out["checks"] = [{"kind": "missing", "check": "–", "outcome": MISSING,
@@ -461,10 +462,6 @@ def with_block(text, block):
     return head + BEGIN + block + rest[rest.index(END):]
 
 
-def json_text(verdicts):
-    return json.dumps(verdicts, indent=1, ensure_ascii=False) + "\n"
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--manifest", default=os.path.join(ROOT, "recipes", "brown", "experiments.toml"))
@@ -476,7 +473,7 @@ def main(argv=None):
     import experiments as manifest  # the manifest reader; imported here, experiments.py imports this module
     try:
         verdicts = build(manifest.read_manifest(args.manifest), args.results)
-    except ExperimentError as e:
+    except (ExperimentError, manifest.ExperimentError) as e:  # run as a script, this module is __main__
         print(f"verdicts: {e}", file=sys.stderr)
         return 1
     return write(verdicts, args.results, args.readme, args.check)
@@ -485,7 +482,7 @@ def main(argv=None):
 def write(verdicts, results, readme, check=False):
     """RESULTS/verdicts.json and the README's verdict block; with check, only compares (0: equal)."""
     path = os.path.join(results, "verdicts.json")
-    wanted = {path: json_text(verdicts)}
+    wanted = {path: json.dumps(verdicts, indent=1, ensure_ascii=False) + "\n"}
     if readme and os.path.exists(readme):
         with open(readme) as f:
             text = with_block(f.read(), readme_block(verdicts))
@@ -493,12 +490,14 @@ def write(verdicts, results, readme, check=False):
             wanted[readme] = text
     stale = []
     for file, text in wanted.items():
-        current = open(file).read() if os.path.exists(file) else None
-        if current != text:
-            stale.append(file)
-            if not check:
-                with open(file, "w") as f:
-                    f.write(text)
+        with open(file) if os.path.exists(file) else open(os.devnull) as f:
+            if f.read() == text:
+                continue
+        stale.append(file)
+        if not check:  # whole or not at all: a temporary file renamed over the old one
+            with open(file + ".tmp", "w") as f:
+                f.write(text)
+            os.replace(file + ".tmp", file)
     if check and stale:
         print("verdicts: not what the results give: " + ", ".join(stale) + " (run scripts/verdicts.py)", file=sys.stderr)
         return 1

@@ -201,6 +201,7 @@ class MadeUpRuns(unittest.TestCase):
             r = self.generate()
             self.assertEqual(r.returncode, 1)
             self.assertIn(message, r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
             self.assertFalse(os.path.exists(os.path.join(self.results, "verdicts.json")))
 
 
