@@ -39,8 +39,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-class ExperimentError(Exception):
-    pass
+sys.path.insert(0, HERE)
+import verdicts  # noqa: E402  (the claims' reading and judging)
+from verdicts import ExperimentError, read_claim  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------
@@ -82,42 +83,8 @@ def read_manifest(path):
                              "recipes": recipes, "names": names,
                              "claim": read_claim(path, name, table.get("claim"), base, names),
                              "seed_spread": table.get("seed_spread", False)}
+    verdicts.check_noise_references(path, experiments)
     return experiments
-
-
-CLAIM_KEYS = {"paper", "tolerance", "baseline", "on_par", "ordered", "equal"}
-
-
-def read_claim(path, experiment, claim, base, names):
-    """The paper's claim an experiment tests, and how it is checked (all optional but `paper`):
-    baseline + on_par: on_par's perplexity within `tolerance` (relative) of baseline's;
-    ordered: perplexity falls along the list; equal: the list's spread within `tolerance`.
-    Recipes become run names; each must be one of the experiment's."""
-    if claim is None:
-        return None
-    where = f"{path}: [{experiment}.claim]"
-    if not isinstance(claim, dict) or not isinstance(claim.get("paper"), str):
-        raise ExperimentError(f"{where} needs a string 'paper'")
-    unknown = set(claim) - CLAIM_KEYS
-    if unknown:
-        raise ExperimentError(f"{where} has unknown keys {sorted(unknown)}")
-
-    def run_of(recipe):
-        run = os.path.splitext(os.path.basename(os.path.normpath(os.path.join(base, recipe))))[0]
-        if run not in names:
-            raise ExperimentError(f"{where}: '{recipe}' is not one of the experiment's recipes")
-        return run
-
-    out = {"paper": claim["paper"], "tolerance": float(claim.get("tolerance", 0.02))}
-    for key in ("baseline", "on_par"):
-        if key in claim:
-            out[key] = run_of(claim[key])
-    for key in ("ordered", "equal"):
-        if key in claim:
-            out[key] = [run_of(r) for r in claim[key]]
-    if ("baseline" in out) != ("on_par" in out):
-        raise ExperimentError(f"{where}: 'baseline' and 'on_par' go together")
-    return out
 
 
 def select(experiments, wanted, manifest):
@@ -474,7 +441,11 @@ def table_row(s):
             f"{fmt(s['peak_rss_mb'], 0)} | {fmt(s['wall_minutes'])} |\n")
 
 
-def report(experiments, args, log):
+def report(experiments, args, log, manifest=None):
+    """Each experiment's README, table.json and figure; claims are judged with every seed of the
+    manifest (`manifest`, by default the experiments given)."""
+    manifest = manifest or experiments
+    all_runs = list(dict.fromkeys(r for e in manifest.values() for r in e["names"]))
     for experiment, e in experiments.items():
         done = [n for n in e["names"] if os.path.exists(os.path.join(args.results, "runs", n, "run.json"))]
         missing = [n for n in e["names"] if n not in done]
@@ -504,9 +475,11 @@ def report(experiments, args, log):
                   "anything else running on the machine.\n\n"
                 + TABLE_HEADER + "".join(table_row(s) for s in summaries)
                 + budget_table(summaries)
-                + (("\n## The paper's claim\n\nChecked mechanically from the final validation perplexities, "
-                    "with the tolerance fixed in recipes/brown/experiments.toml before the runs:\n\n"
-                    + VERDICT_HEADER + verdict_rows(e["claim"], summaries)) if e["claim"] else "")
+                + (("\n## The paper's claim\n\nJudged against the seed noise from the final validation "
+                    "perplexities of every seed, the tolerance fixed in recipes/brown/experiments.toml before the runs "
+                    "(how: `scripts/verdicts.py`):\n\n" + verdicts.VERDICT_HEADER
+                    + verdicts.claim_rows(verdicts.claim_verdict(experiment, manifest, all_runs, args.results), link=False))
+                   if e["claim"] else "")
                 + ("\nNot run yet: " + ", ".join(missing) + "\n" if missing else "")
                 + "\nMachine: " + " / ".join(machines) + "\n")
         with open(os.path.join(out, "README.md"), "w") as f:
@@ -517,55 +490,21 @@ def report(experiments, args, log):
         log(f"{experiment}: {len(done)} of {len(e['names'])} runs in {out}/README.md and curves.png/svg")
 
 
-def seed_spread_line(experiment, e, summaries):
-    """What the seed alone moves: the final validation perplexities of one recipe at several seeds
-    (an experiment with seed_spread = true), largest over smallest."""
-    head = f"- **Seed-to-seed spread** ([{experiment}]({experiment}/)), {e['title']}: "
-    if len(summaries) < 2:
-        return head + f"{len(summaries)} of {len(e['names'])} runs done; it needs two.\n"
-    values = [s["valid_ppl"] for s in summaries]
-    spread = max(values) / min(values) - 1
-    return (head + ", ".join(f"{s['name']} {fmt(s['valid_ppl'])}" for s in summaries)
-            + f": spread {spread:.1%} (largest over smallest final validation perplexity, {len(values)} of "
-              f"{len(e['names'])} runs). Between single-seed runs of that kind, a smaller difference is within what "
-              "the seed alone moves.\n")
-
-
 def write_verdicts(experiments, args, log):
-    """RESULTS/README.md: one table of every claim and what the runs say, and the seed-to-seed spreads;
-    the same goes between the markers of the repository's README.md when the results are the repository's."""
-    table = VERDICT_HEADER
-    spreads = ""
-    for experiment, e in experiments.items():
-        if not e["claim"] and not e["seed_spread"]:
-            continue
-        done = [n for n in e["names"] if os.path.exists(os.path.join(args.results, "runs", n, "run.json"))]
-        summaries = [summarize(args.results, n) for n in done]
-        if e["seed_spread"]:
-            spreads += seed_spread_line(experiment, e, summaries)
-        if not e["claim"]:
-            continue
-        table += verdict_rows(e["claim"], summaries).replace(f"| {e['claim']['paper']} |",
-                                                              f"| {e['claim']['paper']} ([{experiment}]({experiment}/)) |", 1)
-    if spreads:
-        table += "\n" + spreads
+    """RESULTS/README.md: one table of every claim judged against the seed noise, and the seed-to-seed
+    spreads (scripts/verdicts.py); RESULTS/verdicts.json; the same table between the markers of the
+    repository's README.md when the results are the repository's."""
+    found = verdicts.build(experiments, args.results)
     with open(os.path.join(args.results, "README.md"), "w") as f:
         f.write("# Pretraining on the Brown corpus: the paper's claims, tested\n\n"
                 "Generated by `scripts/run_experiments.sh` (do not edit). Each experiment's folder has its figure "
                 "(validation perplexity against updates, tokens and wall time) and its table; `runs/` has every run's "
-                "metrics, resolved recipe and record (commit, machine, wall time, peak memory).\n\n" + table
-                + word_order_table(manifest_runs(experiments, args)))
-    readme = os.path.join(ROOT, "README.md")
-    if os.path.abspath(args.results) == os.path.join(ROOT, "results", "brown") and os.path.exists(readme):
-        with open(readme) as f:
-            text = f.read()
-        begin, end = "<!-- verdict:begin -->\n", "<!-- verdict:end -->"
-        if begin in text and end in text:
-            head, rest = text.split(begin, 1)
-            text = head + begin + table.replace("](", "](results/brown/") + rest[rest.index(end):]
-            with open(readme, "w") as f:
-                f.write(text)
-    log(f"verdicts in {args.results}/README.md")
+                "metrics, resolved recipe and record (commit, machine, wall time, peak memory). The verdicts judge each "
+                "claim against the seed noise (how: `scripts/verdicts.py`; every number: `verdicts.json`).\n\n"
+                + verdicts.table(found) + word_order_table(manifest_runs(experiments, args)))
+    repository = os.path.abspath(args.results) == os.path.join(ROOT, "results", "brown")
+    verdicts.write(found, args.results, os.path.join(ROOT, "README.md") if repository else None)
+    log(f"verdicts in {args.results}/README.md and verdicts.json")
 
 
 def manifest_runs(experiments, args):
@@ -621,52 +560,6 @@ def context_table(measured):
             "look up any position; a Linformer sees keys and values only as k mixtures of positions.\n\n"
             "| run | targets in context | ppl in context | unigram | × unigram | ppl not in context | unigram | "
             "× unigram |\n|---|---|---|---|---|---|---|---|\n" + rows)
-
-
-def verdict(claim, summaries):
-    """[(check, measured, verdict)] for an experiment's claim, from the final validation perplexities;
-    [] when a run the claim needs has no results yet."""
-    ppl = {s["name"]: s["valid_ppl"] for s in summaries}
-    if any(n not in ppl for n in claim_runs(claim)):
-        return []
-    tolerance = claim["tolerance"]
-    rows = []
-    if "ordered" in claim:
-        values = [ppl[n] for n in claim["ordered"]]
-        falls = all(a > b for a, b in zip(values, values[1:]))
-        rows.append(("perplexity falls along " + " → ".join(claim["ordered"]),
-                     " → ".join(fmt(v) for v in values), "agrees" if falls else "does not agree"))
-    if "on_par" in claim:
-        gap = ppl[claim["on_par"]] / ppl[claim["baseline"]] - 1
-        rows.append((f"{claim['on_par']} within {tolerance:.0%} of {claim['baseline']}",
-                     f"{fmt(ppl[claim['on_par']])} vs {fmt(ppl[claim['baseline']])} ({gap:+.1%})",
-                     "agrees" if abs(gap) <= tolerance else "does not agree"))
-    if "equal" in claim:
-        values = [ppl[n] for n in claim["equal"]]
-        spread = max(values) / min(values) - 1
-        rows.append((f"{', '.join(claim['equal'])} within {tolerance:.0%} of each other",
-                     ", ".join(fmt(v) for v in values) + f" (spread {spread:.1%})",
-                     "agrees" if spread <= tolerance else "does not agree"))
-    return rows
-
-
-VERDICT_HEADER = "| claim (paper) | check | measured (final validation perplexity) | verdict |\n|---|---|---|---|\n"
-
-
-def claim_runs(claim):
-    """The runs a claim compares, each once."""
-    names = [claim.get("baseline"), claim.get("on_par"), *claim.get("ordered", []), *claim.get("equal", [])]
-    return list(dict.fromkeys(n for n in names if n is not None))
-
-
-def verdict_rows(claim, summaries):
-    rows = verdict(claim, summaries)
-    if not rows:
-        needed = claim_runs(claim)
-        done = sum(s["name"] in needed for s in summaries)
-        return f"| {claim['paper']} | – | {done} of {len(needed)} runs done | – |\n"
-    return "".join(f"| {claim['paper'] if i == 0 else ''} | {check} | {measured} | {v} |\n"
-                   for i, (check, measured, v) in enumerate(rows))
 
 
 def budget_table(summaries):
@@ -738,7 +631,7 @@ def main(argv=None):
                         run_one(name, recipe, args, machine, log)
         if args.command == "word-order":
             word_order_of_done_runs(experiments, args, log)
-        report(experiments, args, log)
+        report(experiments, args, log, manifest)
         write_verdicts(manifest, args, log)  # every experiment's claim, not only those just reported
     except ExperimentError as e:
         print(f"experiments: {e}", file=sys.stderr)

@@ -30,6 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from experiments import ExperimentError, machine_description  # noqa: E402
 from experiments import read_manifest as read_pretraining_manifest  # noqa: E402
+from verdicts import t975  # noqa: E402
 
 MANIFEST = os.path.join(ROOT, "recipes", "finetune", "experiments.toml")
 PRETRAINING = os.path.join(ROOT, "recipes", "brown", "experiments.toml")
@@ -212,7 +213,7 @@ def collect(m, results_dir):
                 with open(os.path.join(d, "run.json")) as f:
                     run_info = json.load(f)
                 table.setdefault(task, {}).setdefault(encoder, []).append(
-                    {"results": results, "run": run_info, "metrics": read_csv(os.path.join(d, "metrics.csv"))})
+                    {"results": results, "run": run_info, "metrics": read_csv(os.path.join(d, "metrics.csv")), "seed": seed})
     return table
 
 
@@ -279,18 +280,47 @@ def task_means(table, task, encoder):
     return (100 * mean_sd(acc)[0], len(acc)) if acc else (None, 0)
 
 
+def seed_means(table, tasks, encoder):
+    """{seed: mean test accuracy (points) over `tasks`} for the seeds run on every one of them."""
+    by_task = [{r["seed"]: 100 * r["results"]["test"]["accuracy"]
+                for r in table.get(t, {}).get(encoder, []) if "test" in r["results"]} for t in tasks]
+    common = set.intersection(*(set(d) for d in by_task)) if by_task else set()
+    return {s: sum(d[s] for d in by_task) / len(by_task) for s in sorted(common)}
+
+
+def finetune_noise(m, table):
+    """(σ, df): the fine-tuning seed's sd of an encoder's mean over the table's tasks, pooled over
+    the pretrained encoders with two complete seeds or more (the random encoder left out)."""
+    tasks = [task_name(r) for r in m["tasks"]]
+    squares, df = 0.0, 0
+    for encoder in m["encoders"]:
+        values = list(seed_means(table, tasks, encoder).values()) if encoder != RANDOM else []
+        if len(values) >= 2:
+            mean = sum(values) / len(values)
+            squares += sum((v - mean) ** 2 for v in values)
+            df += len(values) - 1
+    return (math.sqrt(squares / df), df) if df else (None, 0)
+
+
 def verdict_lines(m, table):
     """The paper's claim checked per Linformer encoder: its test accuracy against the reference
-    Transformer's, averaged over the tasks both have runs for; and how much of the pretraining's
-    gain over the random encoder it keeps on those tasks."""
+    Transformer's, averaged over the tasks both have runs for, judged against the fine-tuning seed
+    noise (a 95% t interval of the difference, as scripts/verdicts.py does for pretraining); and how
+    much of the pretraining's gain over the random encoder it keeps on those tasks."""
     reference, tolerance = m["reference"], m["tolerance"]
+    sigma, df = finetune_noise(m, table)
+    noise = (f"σ = {sigma:.2f} points (df {df}), the sd over fine-tuning seeds of an encoder's mean over the tasks, "
+             f"pooled over the encoders with two seeds or more" if sigma is not None else
+             "no encoder has two seeds on every task, so no noise is measured and every verdict is \"cannot tell\"")
     lines = [f"### {m['name']}: the paper's claim", "",
              f"Table 2 of the paper: Linformer encoders fine-tune within about half a point of the Transformer. "
-             f"Checked mechanically, per encoder, against `{reference}` on the tasks both have runs for (mean over "
-             f"seeds, then over tasks); it agrees when the Linformer encoder is at most {tolerance:g} points below. "
+             f"Checked per encoder against `{reference}` on the tasks both have runs for (mean over seeds, then over "
+             f"tasks), judged against the seed noise: {noise}. The 95% interval of the difference is ± t · σ · "
+             f"sqrt(1/n + 1/n_ref), n the seeds run on every task; it agrees when the whole interval is above "
+             f"−{tolerance:g} points, disagrees when it is all below, and otherwise cannot tell at this noise. "
              f"\"Gain kept\": (encoder − none) / ({reference} − none) on the same tasks, where `none` has runs for "
              f"them.", "",
-             f"| encoder | tasks | seeds | accuracy | {reference} | difference | gain kept | verdict |",
+             f"| encoder | tasks | seeds | accuracy | {reference} | difference [95% interval] | gain kept | verdict |",
              "|---|---|---|---|---|---|---|---|"]
     for encoder in m["encoders"]:
         if encoder in (reference, RANDOM):
@@ -301,7 +331,7 @@ def verdict_lines(m, table):
             mine, seeds = task_means(table, task, encoder)
             ref, _ = task_means(table, task, reference)
             if mine is not None and ref is not None:
-                pairs.append((mine, ref, task_means(table, task, RANDOM)[0], seeds))
+                pairs.append((mine, ref, task_means(table, task, RANDOM)[0], seeds, task))
         if not pairs:
             lines.append(f"| {encoder} | 0 of {len(m['tasks'])} | | | | | | not run yet |")
             continue
@@ -313,9 +343,17 @@ def verdict_lines(m, table):
             none = sum(p[2] for p in pairs) / len(pairs)
             gain = f"{100 * (mine - none) / (ref - none):.0f}%" if ref != none else "–"
         partial = "" if len(pairs) == len(m["tasks"]) else " (not all tasks)"
-        verdict = ("agrees" if mine >= ref - tolerance else "does not agree") + partial
+        d, interval, verdict = mine - ref, "", "cannot tell at this noise"
+        if sigma is not None:
+            tasks = [p[4] for p in pairs]
+            n = max(1, len(seed_means(table, tasks, encoder)))
+            n_ref = max(1, len(seed_means(table, tasks, reference)))
+            half = t975(df) * sigma * math.sqrt(1 / n + 1 / n_ref)
+            interval = f" [{d - half:+.1f}, {d + half:+.1f}]"
+            verdict = ("agrees" if d - half >= -tolerance else "disagrees" if d + half < -tolerance
+                       else "cannot tell at this noise")
         lines.append(f"| {encoder} | {len(pairs)} of {len(m['tasks'])} | {seeds} | {mine:.1f} | {ref:.1f} | "
-                     f"{mine - ref:+.1f} | {gain} | {verdict} |")
+                     f"{d:+.1f}{interval} | {gain} | {verdict + partial} |")
     return lines + [""]
 
 

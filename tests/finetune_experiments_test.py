@@ -58,10 +58,37 @@ class Report(unittest.TestCase):
             self.assertIn("avx2 (test CPU), commit abc1234", text)
             self.assertIn("## Budget: what was run and what was cut\n\nTwo tasks, two seeds; n = 2048 cut.", text)
             # lin against tr over both tasks: (85 + 50) / 2 = 67.5 against (86 + 60) / 2 = 73.0; none lacks task b.
-            self.assertIn("| lin | 2 of 2 | 1–2 | 67.5 | 73.0 | -5.5 | – | does not agree |", text)
+            # No encoder has two seeds on both tasks: no noise, so no interval and no verdict.
+            self.assertIn("| lin | 2 of 2 | 1–2 | 67.5 | 73.0 | -5.5 | – | cannot tell at this noise |", text)
             # lin2 on task a only: 85.7 against 86.0, (85.7 - 60) / (86 - 60) = 99% of the gain kept.
-            self.assertIn("| lin2 | 1 of 2 | 1 | 85.7 | 86.0 | -0.3 | 99% | agrees (not all tasks) |", text)
+            self.assertIn("| lin2 | 1 of 2 | 1 | 85.7 | 86.0 | -0.3 | 99% | cannot tell at this noise (not all tasks) |",
+                          text)
             self.assertNotIn("| tr | 1 of 2", text)
+
+    def test_verdicts_are_judged_against_the_fine_tuning_seed_noise(self):
+        # tr at three seeds whose two-task means are 74, 75, 76: sd 1.0 point, df 2; each Linformer
+        # one seed: the difference's interval is ± 4.303 · 1.0 · sqrt(1 + 1/3) = ± 4.97 points.
+        with tempfile.TemporaryDirectory() as tmp:
+            manifest = os.path.join(tmp, "m.toml")
+            with open(manifest, "w") as f:
+                f.write('[[table]]\nname = "n512"\ntasks = ["a.toml", "b.toml"]\n'
+                        'encoders = ["tr", "low", "close", "high"]\nseeds = [1, 2, 3]\nreference = "tr"\n'
+                        'tolerance = 0.5\n')
+            results = os.path.join(tmp, "results")
+            for seed, (a, b) in enumerate(((0.84, 0.64), (0.85, 0.65), (0.86, 0.66)), start=1):
+                write_run(results, "a", "tr", seed, a, 10)
+                write_run(results, "b", "tr", seed, b, 10)
+            for encoder, (a, b) in (("low", (0.70, 0.50)), ("close", (0.86, 0.66)), ("high", (0.90, 0.70))):
+                write_run(results, "a", encoder, 1, a, 10)
+                write_run(results, "b", encoder, 1, b, 10)
+            fe.report(lambda m: None, manifest, results)
+            with open(os.path.join(results, "README.md")) as f:
+                text = f.read()
+            self.assertIn("σ = 1.00 points (df 2)", text)
+            # low 60 against 75: -15 ± 4.97, all below -0.5; close 76: +1 ± 4.97 straddles it; high 80: +5 ± 4.97.
+            self.assertIn("| low | 2 of 2 | 1 | 60.0 | 75.0 | -15.0 [-20.0, -10.0] | – | disagrees |", text)
+            self.assertIn("| close | 2 of 2 | 1 | 76.0 | 75.0 | +1.0 [-4.0, +6.0] | – | cannot tell at this noise |", text)
+            self.assertIn("| high | 2 of 2 | 1 | 80.0 | 75.0 | +5.0 [+0.0, +10.0] | – | agrees |", text)
 
     def test_a_table_without_a_reference_has_no_verdict(self):
         # A length with no Transformer pretrained (n = 2048): accuracies and costs, no claim checked.

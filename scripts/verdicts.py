@@ -1,0 +1,508 @@
+#!/usr/bin/env python3
+"""The paper's claims judged against seed noise, from the committed results alone.
+
+  verdicts.py [--manifest M] [--results R] [--readme README.md]   write R/verdicts.json and the
+                                   verdict table between the README's verdict markers
+  verdicts.py --check [...]        exit 1 when the README's verdict block or R/verdicts.json is not
+                                   what the results give (nothing is written)
+
+`scripts/experiments.py` (run, report) writes the same after every report.
+
+Models and seeds. A model is a run name without a `_seedN` suffix; its seeds are the manifest's runs
+named MODEL or MODEL_seedN (any experiment of the manifest, seed recipes are listed in the `seeds_*`
+experiments) that have results. A claim names a model by the recipe of its first seed and is judged
+on every seed of it that has results; a model with none is "runs missing".
+
+Statistics. Each seed contributes x = ln(final validation perplexity): perplexities of one recipe
+vary by a factor (12.8%, 54.7%), so differences and noise are taken on the log scale and a
+comparison is a ratio of geometric means. Per model: n, mean ± sd of the perplexities, and of x.
+The noise is one standard deviation σ of x between seeds, pooled over every model of the claim that
+has two seeds or more and over the models of the claim's `noise` experiment (a `seed_spread` one:
+a model with one seed borrows the noise of that recipe family, and the table names it); df = the
+pooled seeds less one per model. Without any seeds the outcome is "cannot tell at this noise".
+
+Interval: a two-sided 95% Student t interval on the difference of two models' means,
+  ln(A/B) ± t(0.975, df) · σ · sqrt(1/n_A + 1/n_B).
+Not a bootstrap: with one to three seeds a bootstrap over seeds has at most ten distinct resamples,
+none at all for one seed, and is narrower than the t interval by a factor sqrt((n-1)/n); the t
+interval is exact for normal noise and uses the noise measured on the other models for a model
+with one seed, which a bootstrap cannot. It assumes the models of a claim share one seed noise on
+the log scale (the pooled σ; stated next to every verdict).
+
+Outcomes (the old claims' meaning, judged against the noise; band = ±ln(1 + tolerance)):
+  on_par   the interval of ln(on_par / baseline) inside the band: "agrees"; outside it (not touching):
+           "disagrees"; straddling an edge: "cannot tell at this noise".
+  equal    every pair's interval inside the band: agrees; some pair's outside: disagrees; else
+           cannot tell. The table shows the pair of the largest and smallest mean.
+  ordered  every step's interval of ln(next / previous) below 0: agrees; some step's above 0:
+           disagrees; else cannot tell.
+A tolerance is relative (0.02: 2%) or in units of the noise ("3 sd": the band is ±3σ); the table
+gives both, the noise as exp(σ) − 1.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import tomllib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+AGREES, DISAGREES, CANNOT_TELL, MISSING = "agrees", "disagrees", "cannot tell at this noise", "runs missing"
+
+
+class ExperimentError(Exception):
+    pass
+
+
+# Student t, 0.975 quantile, by degrees of freedom (standard tables); beyond 30 the next lower
+# listed df is used, which errs on the wide side.
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+        11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093,
+        20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060, 26: 2.056, 27: 2.052, 28: 2.048,
+        29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
+
+
+def t975(df):
+    return T975[max(d for d in T975 if d <= df)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Claims in the manifest
+# ---------------------------------------------------------------------------------------------
+
+CLAIM_KEYS = {"paper", "tolerance", "baseline", "on_par", "ordered", "equal", "noise"}
+SEED_SUFFIX = re.compile(r"_seed\d+$")
+
+
+def read_tolerance(where, value):
+    """{"relative": 0.02} or {"sd": 3.0} from 0.02 or "3 sd"."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return {"relative": float(value)}
+    m = re.fullmatch(r"\s*([0-9.]+)\s*sd\s*", value) if isinstance(value, str) else None
+    if m and float(m.group(1)) > 0:
+        return {"sd": float(m.group(1))}
+    raise ExperimentError(f"{where}: tolerance must be a relative number ≥ 0 (0.02) or a multiple of the seed "
+                          f"noise (\"3 sd\"), not {value!r}")
+
+
+def read_claim(path, experiment, claim, base, names):
+    """The paper's claim an experiment tests, and how it is checked (all optional but `paper`):
+    baseline + on_par: on_par's perplexity within `tolerance` of baseline's; ordered: perplexity
+    falls along the list; equal: every pair within `tolerance`; noise: a seed_spread experiment
+    whose seeds lend their noise to single-seed models. Recipes become run names (the model's
+    first seed); each must be one of the experiment's."""
+    if claim is None:
+        return None
+    where = f"{path}: [{experiment}.claim]"
+    if not isinstance(claim, dict) or not isinstance(claim.get("paper"), str):
+        raise ExperimentError(f"{where} needs a string 'paper'")
+    unknown = set(claim) - CLAIM_KEYS
+    if unknown:
+        raise ExperimentError(f"{where} has unknown keys {sorted(unknown)}")
+
+    def run_of(recipe):
+        run = os.path.splitext(os.path.basename(os.path.normpath(os.path.join(base, recipe))))[0]
+        if run not in names:
+            raise ExperimentError(f"{where}: '{recipe}' is not one of the experiment's recipes")
+        return run
+
+    out = {"paper": claim["paper"], "tolerance": read_tolerance(where, claim.get("tolerance", 0.02))}
+    for key in ("baseline", "on_par"):
+        if key in claim:
+            out[key] = run_of(claim[key])
+    for key in ("ordered", "equal"):
+        if key in claim:
+            out[key] = [run_of(r) for r in claim[key]]
+    if ("baseline" in out) != ("on_par" in out):
+        raise ExperimentError(f"{where}: 'baseline' and 'on_par' go together")
+    if "noise" in claim:
+        if not isinstance(claim["noise"], str):
+            raise ExperimentError(f"{where}: 'noise' must name a seed_spread experiment")
+        out["noise"] = claim["noise"]
+    return out
+
+
+def check_noise_references(path, experiments):
+    """Each claim's `noise` names an experiment of the manifest with seed_spread = true."""
+    for name, e in experiments.items():
+        noise = (e["claim"] or {}).get("noise")
+        if noise is not None and not experiments.get(noise, {}).get("seed_spread"):
+            raise ExperimentError(f"{path}: [{name}.claim] noise = '{noise}' is not an experiment of the manifest "
+                                  "with seed_spread = true")
+
+
+def claim_runs(claim):
+    """The runs a claim compares, each once."""
+    names = [claim.get("baseline"), claim.get("on_par"), *claim.get("ordered", []), *claim.get("equal", [])]
+    return list(dict.fromkeys(n for n in names if n is not None))
+
+
+# ---------------------------------------------------------------------------------------------
+# Seeds and noise
+# ---------------------------------------------------------------------------------------------
+
+
+def model_of(run):
+    return SEED_SUFFIX.sub("", run)
+
+
+def final_validation(results, run):
+    """The last validation row of RESULTS/runs/<run>/metrics.jsonl; None when the run has no results."""
+    folder = os.path.join(results, "runs", run)
+    if not os.path.exists(os.path.join(folder, "run.json")):
+        return None
+    with open(os.path.join(folder, "metrics.jsonl")) as f:
+        valid = [r for r in (json.loads(line) for line in f if line.strip()) if r["kind"] == "valid"]
+    if not valid:
+        raise ExperimentError(f"{folder}/metrics.jsonl: no validation rows")
+    return valid[-1]
+
+
+def model_stats(model, manifest_runs, results):
+    """Every seed of `model` among the manifest's runs: its runs, declared and done, and the
+    final validation perplexities' mean, sd, and the mean and sd of their logs."""
+    declared = [r for r in manifest_runs if model_of(r) == model]
+    finals = {r: final_validation(results, r) for r in declared}
+    done = [r for r in declared if finals[r] is not None]
+    ppl = [finals[r]["perplexity"] for r in done]
+    logs = [math.log(p) for p in ppl]
+    n = len(ppl)
+    return {"model": model, "declared": declared, "seeds": done, "n": n, "valid_ppl": ppl,
+            "mean": sum(ppl) / n if n else None, "sd": sample_sd(ppl), "log_mean": sum(logs) / n if n else None,
+            "log_sd": sample_sd(logs)}
+
+
+def sample_sd(values):
+    n = len(values)
+    if n < 2:
+        return None
+    mean = sum(values) / n
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+
+
+def pooled_noise(stats):
+    """(σ, df): the seed-to-seed sd of ln perplexity pooled over the models with two seeds or more."""
+    squares, df = 0.0, 0
+    for s in stats:
+        if s["n"] >= 2:
+            squares += sum((math.log(p) - s["log_mean"]) ** 2 for p in s["valid_ppl"])
+            df += s["n"] - 1
+    return (math.sqrt(squares / df), df) if df else (None, 0)
+
+
+def interval(a, b, sigma, df):
+    """ln(A/B) and its 95% t interval, A and B model stats."""
+    d = a["log_mean"] - b["log_mean"]
+    half = t975(df) * sigma * math.sqrt(1 / a["n"] + 1 / b["n"])
+    return d, d - half, d + half
+
+
+# ---------------------------------------------------------------------------------------------
+# Judging a claim
+# ---------------------------------------------------------------------------------------------
+
+
+def within(lo, hi, band):
+    """Where the interval [lo, hi] lies against [-band, band]."""
+    if -band <= lo and hi <= band:
+        return AGREES
+    if hi < -band or lo > band:
+        return DISAGREES
+    return CANNOT_TELL
+
+
+def worst(outcomes):
+    """All agree: agrees; any disagrees: disagrees; else cannot tell."""
+    if DISAGREES in outcomes:
+        return DISAGREES
+    return AGREES if all(o == AGREES for o in outcomes) else CANNOT_TELL
+
+
+def short_labels(runs):
+    """{run: label}: the runs without the suffix and then the prefix (cut at '_') they all share,
+    no label left empty, and the pattern they share ("prefix…suffix"), so the table's cells stay short."""
+    def common(strings):
+        c = os.path.commonprefix(strings)
+        c = c[:c.rfind("_") + 1] if "_" in c else ""
+        return c if len(strings) > 1 and all(len(s) > len(c) for s in strings) else ""
+    suffix = common([r[::-1] for r in runs])[::-1]
+    stems = [r[:len(r) - len(suffix)] for r in runs]
+    prefix = common(stems)
+    labels = {r: stem[len(prefix):] for r, stem in zip(runs, stems)}
+    return labels, (f"{prefix}…{suffix}" if prefix or suffix else "")
+
+
+def ratio_text(d, lo, hi):
+    return f"×{math.exp(d):.3g} [{math.exp(lo):.3g}, {math.exp(hi):.3g}]"
+
+
+def model_text(s):
+    """Mean ± sd (seeds done), "of" the seeds the manifest declares when some are not done."""
+    seeds = f"{s['n']}" + (f" of {len(s['declared'])}" if len(s["declared"]) > s["n"] else "")
+    if s["n"] == 1:
+        return f"{s['mean']:,.1f} ({seeds})"
+    return f"{s['mean']:,.1f} ± {s['sd']:,.1f} ({seeds})"
+
+
+def judge(claim, stats, sigma, df):
+    """[(kind, check, measured, outcome, detail)] of a claim whose models all have results."""
+    tol = claim["tolerance"]
+    labels, pattern = short_labels(claim_runs(claim))
+    if sigma is not None:
+        band = math.log(1 + tol["relative"]) if "relative" in tol else tol["sd"] * sigma
+        tol_text = (f"{tol['relative']:.0%} ({band / sigma:.2g} σ)" if "relative" in tol
+                    else f"{tol['sd']:g} σ ({math.exp(band) - 1:.1%})")
+    else:
+        band, tol_text = None, (f"{tol['relative']:.0%}" if "relative" in tol else f"{tol['sd']:g} σ")
+    where = f" ({pattern})" if pattern else ""
+    rows = []
+
+    def compare(a, b):
+        if sigma is None:
+            return None
+        return interval(stats[a], stats[b], sigma, df)
+
+    if "ordered" in claim:
+        order = claim["ordered"]
+        steps = [compare(b, a) for a, b in zip(order, order[1:])]
+        measured = " → ".join(model_text(stats[r]) for r in order)
+        if sigma is None:
+            outcome = CANNOT_TELL
+        else:
+            outcome = worst([AGREES if hi < 0 else DISAGREES if lo > 0 else CANNOT_TELL for _, lo, hi in steps])
+            measured += ": " + ", ".join(ratio_text(*s) for s in steps)
+        rows.append(("ordered", "perplexity falls along " + " → ".join(labels[r] for r in order) + where,
+                     measured, outcome, steps))
+    if "on_par" in claim:
+        a, b = claim["on_par"], claim["baseline"]
+        step = compare(a, b)
+        measured = f"{model_text(stats[a])} vs {model_text(stats[b])}"
+        outcome = CANNOT_TELL if step is None else within(step[1], step[2], band)
+        if step is not None:
+            measured += ": " + ratio_text(*step)
+        rows.append(("on_par", f"{labels[a]} within {tol_text} of {labels[b]}{where}", measured, outcome, [step]))
+    if "equal" in claim:
+        runs = claim["equal"]
+        measured = ", ".join(model_text(stats[r]) for r in runs)
+        if sigma is None:
+            outcome, steps = CANNOT_TELL, []
+        else:
+            steps = [compare(a, b) for i, a in enumerate(runs) for b in runs[i + 1:]]
+            outcome = worst([within(lo, hi, band) for _, lo, hi in steps])
+            high = max(runs, key=lambda r: stats[r]["log_mean"])
+            low = min(runs, key=lambda r: stats[r]["log_mean"])
+            measured += f": {labels[high]}/{labels[low]} " + ratio_text(*compare(high, low))
+        rows.append(("equal", f"{', '.join(labels[r] for r in runs)} within {tol_text} of each other{where}",
+                     measured, outcome, steps))
+    return rows
+
+
+def claim_verdict(experiment, experiments, manifest_runs, results):
+    """An experiment's claim judged against the seed noise: a dict for verdicts.json."""
+    e = experiments[experiment]
+    claim = e["claim"]
+    models = {r: model_stats(model_of(r), manifest_runs, results) for r in claim_runs(claim)}
+    family = claim.get("noise")
+    lenders = {}
+    if family:
+        for r in experiments[family]["names"]:
+            lenders.setdefault(model_of(r), model_stats(model_of(r), manifest_runs, results))
+    pool = {s["model"]: s for s in [*models.values(), *lenders.values()]}
+    sigma, df = pooled_noise(pool.values())
+    noise = {"sigma": sigma, "df": df, "relative": math.exp(sigma) - 1 if sigma is not None else None,
+             "family": family, "models": sorted(m for m, s in pool.items() if s["n"] >= 2)}
+    out = {"experiment": experiment, "paper": claim["paper"], "tolerance": claim["tolerance"], "noise": noise,
+           "models": models}
+    missing = [r for r, s in models.items() if s["n"] == 0]
+    if missing:
+        out["checks"] = [{"kind": "missing", "check": "–", "outcome": MISSING,
+                          "measured": "missing: " + ", ".join(missing) + f" ({len(models) - len(missing)} of "
+                                      f"{len(models)} models done)"}]
+        return out
+    out["checks"] = []
+    for kind, check, measured, outcome, steps in judge(claim, models, sigma, df):
+        if sigma is not None:
+            measured += f"; σ {noise['relative']:.1%} (df {df}{', ' + family if family else ''})"
+        else:
+            measured += "; no seeds"
+        out["checks"].append({"kind": kind, "check": check, "measured": measured, "outcome": outcome,
+                              "log_ratios": [list(s) for s in steps if s is not None]})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The table, verdicts.json and the README's block
+# ---------------------------------------------------------------------------------------------
+
+VERDICT_HEADER = ("| claim (paper) | check | measured: final validation perplexity, mean ± sd (seeds); ratio of "
+                  "geometric means [95% t interval]; seed noise σ of ln perplexity | verdict |\n|---|---|---|---|\n")
+
+
+def claim_rows(verdict, link=True):
+    """The markdown rows of one claim's verdict."""
+    e = verdict["experiment"]
+    paper = verdict["paper"] + (f" ([{e}]({e}/))" if link else "")
+    return "".join(f"| {paper if i == 0 else ''} | {c['check']} | {c['measured']} | {c['outcome']} |\n"
+                   for i, c in enumerate(verdict["checks"]))
+
+
+def seed_spread(experiment, e, results):
+    """One recipe at several seeds (an experiment with seed_spread = true): the final validation
+    perplexities, their mean ± sd, largest over smallest, and the sd of their logs."""
+    finals = [(r, final_validation(results, r)) for r in e["names"]]
+    done = [(r, v["perplexity"]) for r, v in finals if v is not None]
+    values = [p for _, p in done]
+    out = {"experiment": experiment, "title": e["title"], "runs": dict(done), "declared": len(e["names"]),
+           "mean": sum(values) / len(values) if values else None, "sd": sample_sd(values),
+           "spread": max(values) / min(values) - 1 if len(values) >= 2 else None,
+           "log_sd": sample_sd([math.log(v) for v in values])}
+    head = f"- **Seed-to-seed spread** ([{experiment}]({experiment}/)), {e['title']}: "
+    if len(values) < 2:
+        out["line"] = head + f"{len(values)} of {len(e['names'])} runs done; it needs two.\n"
+    else:
+        out["line"] = (head + ", ".join(f"{r} {p:,.1f}" for r, p in done)
+                       + f": mean {out['mean']:,.1f} ± {out['sd']:,.1f}, spread {out['spread']:.1%} (largest over "
+                         f"smallest, {len(values)} of {len(e['names'])} runs), σ of ln perplexity "
+                         f"{math.exp(out['log_sd']) - 1:.1%}. A difference between single-seed runs of that kind "
+                         "smaller than this is within what the seed alone moves.\n")
+    return out
+
+
+def run_numbers(results, run):
+    """The numbers the README cites of one run: final validation, test and word order."""
+    last = final_validation(results, run)
+    folder = os.path.join(results, "runs", run)
+    with open(os.path.join(folder, "run.json")) as f:
+        test = json.load(f)["test"]
+    out = {"updates": last["update"], "tokens": last["tokens"], "valid_ppl": last["perplexity"],
+           "valid_ratio_to_unigram": last["perplexity"] / last["unigram_perplexity"]
+           if last.get("unigram_perplexity") else None,
+           "valid_shuffled_ratio": last["shuffled_perplexity"] / last["perplexity"]
+           if last.get("shuffled_perplexity") else None,
+           "test_ppl": test["perplexity"], "test_ratio_to_unigram": test.get("ratio_to_unigram")}
+    if os.path.exists(os.path.join(folder, "word_order.json")):
+        with open(os.path.join(folder, "word_order.json")) as f:
+            out["test_shuffled_ratio"] = json.load(f)["ratio"]
+    with open(os.path.join(folder, "metrics.jsonl")) as f:
+        train = [r for r in (json.loads(line) for line in f if line.strip())
+                 if r["kind"] == "train" and r.get("tokens_per_second")]
+    if train:
+        out["median_tokens_per_second"] = statistics.median(r["tokens_per_second"] for r in train)
+    switch = 0
+    if os.path.exists(os.path.join(folder, "recipe.toml")):
+        with open(os.path.join(folder, "recipe.toml"), "rb") as f:
+            switch = tomllib.load(f).get("train", {}).get("short_seq_updates", 0)
+    after = [r["tokens_per_second"] for r in train if r["update"] > switch]
+    if switch and after:  # the sequence-length warm-up's second phase: blocks of n
+        out["median_tokens_per_second_after_warmup"] = statistics.median(after)
+    return out
+
+
+# Figure 3 at 20 M tokens (no warm-up): the README cites the spread within each and across them.
+FIGURE3_20M = ("k_n512", "sharing_n512", "k_n1024", "length_k64")
+
+
+def finetune_numbers(root):
+    """{task/encoder_sSEED: [correct, total, accuracy]} of every committed fine-tuning run."""
+    out = {}
+    runs = os.path.join(root, "results", "finetune", "runs")
+    for task in sorted(os.listdir(runs)) if os.path.isdir(runs) else []:
+        for run in sorted(os.listdir(os.path.join(runs, task))):
+            path = os.path.join(runs, task, run, "results.json")
+            if os.path.exists(path):
+                with open(path) as f:
+                    test = json.load(f)["test"]
+                k = math.isqrt(len(test["confusion"]))
+                correct = sum(test["confusion"][i * k + i] for i in range(k))
+                out[f"{task}/{run}"] = [correct, sum(test["confusion"]), test["accuracy"]]
+    return out
+
+
+def build(experiments, results):
+    """Everything verdicts.json holds: each claim's verdict, each seed spread, each run's numbers,
+    the spreads of final validation perplexity within and across experiments, fine-tuning counts."""
+    manifest_runs = list(dict.fromkeys(r for e in experiments.values() for r in e["names"]))
+    done = [r for r in manifest_runs if final_validation(results, r) is not None]
+    runs = {r: run_numbers(results, r) for r in done}
+    spreads = {}
+    for name, e in experiments.items():
+        values = [runs[r]["valid_ppl"] for r in e["names"] if r in runs]
+        spreads[name] = max(values) / min(values) - 1 if len(values) >= 2 else None
+    across = [runs[r]["valid_ppl"] for x in FIGURE3_20M if x in experiments for r in experiments[x]["names"] if r in runs]
+    return {"method": "scripts/verdicts.py: ln perplexity, pooled seed sd, 95% Student t intervals",
+            "claims": [claim_verdict(x, experiments, manifest_runs, results) for x, e in experiments.items() if e["claim"]],
+            "seed_spreads": [seed_spread(x, e, results) for x, e in experiments.items() if e["seed_spread"]],
+            "runs": runs, "experiment_spreads": spreads,
+            "figure3_20m_spread_across": max(across) / min(across) - 1 if len(across) >= 2 else None,
+            "finetune": finetune_numbers(os.path.dirname(os.path.dirname(os.path.abspath(results))))}
+
+
+def table(verdicts):
+    """The verdict table and the seed-spread lines (links relative to RESULTS)."""
+    text = VERDICT_HEADER + "".join(claim_rows(v) for v in verdicts["claims"])
+    lines = "".join(s["line"] for s in verdicts["seed_spreads"])
+    return text + ("\n" + lines if lines else "")
+
+
+BEGIN, END = "<!-- verdict:begin -->\n", "<!-- verdict:end -->"
+
+
+def readme_block(verdicts):
+    """The text between the repository README's markers (links from the repository's root)."""
+    return table(verdicts).replace("](", "](results/brown/")
+
+
+def with_block(text, block):
+    if BEGIN not in text or END not in text:
+        return None
+    head, rest = text.split(BEGIN, 1)
+    return head + BEGIN + block + rest[rest.index(END):]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--manifest", default=os.path.join(ROOT, "recipes", "brown", "experiments.toml"))
+    parser.add_argument("--results", default=os.path.join(ROOT, "results", "brown"))
+    parser.add_argument("--readme", default=os.path.join(ROOT, "README.md"))
+    parser.add_argument("--check", action="store_true", help="compare, write nothing; exit 1 on a difference")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, HERE)
+    import experiments as manifest  # the manifest reader; imported here, experiments.py imports this module
+    try:
+        verdicts = build(manifest.read_manifest(args.manifest), args.results)
+    except (ExperimentError, manifest.ExperimentError) as e:  # run as a script, this module is __main__
+        print(f"verdicts: {e}", file=sys.stderr)
+        return 1
+    return write(verdicts, args.results, args.readme, args.check)
+
+
+def write(verdicts, results, readme, check=False):
+    """RESULTS/verdicts.json and the README's verdict block; with check, only compares (0: equal)."""
+    path = os.path.join(results, "verdicts.json")
+    wanted = {path: json.dumps(verdicts, indent=1, ensure_ascii=False) + "\n"}
+    if readme and os.path.exists(readme):
+        with open(readme) as f:
+            text = with_block(f.read(), readme_block(verdicts))
+        if text is not None:
+            wanted[readme] = text
+    stale = []
+    for file, text in wanted.items():
+        with open(file) if os.path.exists(file) else open(os.devnull) as f:
+            if f.read() == text:
+                continue
+        stale.append(file)
+        if not check:  # whole or not at all: a temporary file renamed over the old one
+            with open(file + ".tmp", "w") as f:
+                f.write(text)
+            os.replace(file + ".tmp", file)
+    if check and stale:
+        print("verdicts: not what the results give: " + ", ".join(stale) + " (run scripts/verdicts.py)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

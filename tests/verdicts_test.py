@@ -1,0 +1,259 @@
+"""scripts/verdicts.py: seed-aware verdicts on a made-up runs folder whose numbers are worked out
+here by hand, and the committed README's verdict block against what the committed results give.
+
+Usage: verdicts_test.py   (no binary needed)
+"""
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "verdicts.py")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import experiments  # noqa: E402
+import verdicts  # noqa: E402
+
+T_2 = 4.303  # Student t, 0.975 quantile, 2 degrees of freedom (any printed table)
+E = math.exp(0.1)
+# Final validation perplexities: `base` at three seeds whose logs are ln 100 + 0.1, - 0.1, + 0, so
+# the sd of ln perplexity is exactly 0.1 (df 2); the others one seed each.
+PPL = {"base": 100 * E, "base_seed2": 100 / E, "base_seed3": 100.0, "fast": 50.0, "big": 400.0, "near": 100.0,
+       "solo_a": 80.0, "solo_b": 81.0}
+
+MANIFEST = """
+[fast_seeds]
+recipes = ["fast.toml", "fast_seed2.toml"]
+[seeds]
+recipes = ["base.toml", "base_seed2.toml", "base_seed3.toml"]
+seed_spread = true
+[fast_vs_base]
+recipes = ["base.toml", "fast.toml"]
+[fast_vs_base.claim]
+paper = "fast on par"
+baseline = "base.toml"
+on_par = "fast.toml"
+tolerance = 0.02
+noise = "seeds"
+[order]
+recipes = ["big.toml", "base.toml", "fast.toml"]
+[order.claim]
+paper = "falls"
+ordered = ["big.toml", "base.toml", "fast.toml"]
+noise = "seeds"
+[near_2pc]
+recipes = ["base.toml", "near.toml"]
+[near_2pc.claim]
+paper = "equal at 2%"
+equal = ["base.toml", "near.toml"]
+noise = "seeds"
+[near_6sd]
+recipes = ["base.toml", "near.toml"]
+[near_6sd.claim]
+paper = "equal at 6 sd"
+equal = ["base.toml", "near.toml"]
+tolerance = "6 sd"
+[solo]
+recipes = ["solo_a.toml", "solo_b.toml"]
+[solo.claim]
+paper = "one seed each"
+baseline = "solo_a.toml"
+on_par = "solo_b.toml"
+[partial]
+recipes = ["base.toml", "ghost.toml"]
+[partial.claim]
+paper = "a run not done"
+baseline = "base.toml"
+on_par = "ghost.toml"
+"""
+
+
+def write_run(results, name, ppl):
+    folder = os.path.join(results, "runs", name)
+    os.makedirs(folder)
+    rows = [{"kind": "train", "update": u, "tokens": 100 * u, "loss": 9.0, "perplexity": 8000.0,
+             "tokens_per_second": 50.0 * u} for u in (2, 4, 6, 8, 10)]
+    rows += [{"kind": "valid", "update": 5, "tokens": 500, "loss": 7.0, "perplexity": 2 * ppl, "unigram_perplexity": 1000.0},
+             {"kind": "valid", "update": 10, "tokens": 1000, "loss": math.log(ppl), "perplexity": ppl,
+              "unigram_perplexity": 1000.0, "shuffled_perplexity": 3 * ppl}]
+    with open(os.path.join(folder, "metrics.jsonl"), "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    with open(os.path.join(folder, "run.json"), "w") as f:
+        json.dump({"test": {"perplexity": ppl + 1, "ratio_to_unigram": 0.5}}, f)
+    with open(os.path.join(folder, "recipe.toml"), "w") as f:
+        f.write("[train]\nshort_seq_updates = 5\n" if name == "fast" else "[train]\n")
+
+
+class MadeUpRuns(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        d = self.dir.name
+        for name in [*PPL, "ghost", "fast_seed2"]:
+            with open(os.path.join(d, name + ".toml"), "w") as f:
+                f.write("\n")
+        self.manifest = os.path.join(d, "experiments.toml")
+        with open(self.manifest, "w") as f:
+            f.write(MANIFEST)
+        self.results = os.path.join(d, "results", "brown")
+        for name, ppl in PPL.items():
+            write_run(self.results, name, ppl)
+        self.readme = os.path.join(d, "README.md")
+        with open(self.readme, "w") as f:
+            f.write("intro\n<!-- verdict:begin -->\nold\n<!-- verdict:end -->\nrest\n")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def generate(self, *extra):
+        return subprocess.run([sys.executable, SCRIPT, "--manifest", self.manifest, "--results", self.results,
+                               "--readme", self.readme, *extra], capture_output=True, text=True)
+
+    def claims(self):
+        with open(os.path.join(self.results, "verdicts.json")) as f:
+            return {c["experiment"]: c for c in json.load(f)["claims"]}
+
+    def test_the_numbers_are_the_hand_computed_ones(self):
+        r = self.generate()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        claims = self.claims()
+        base = claims["fast_vs_base"]["models"]["base"]
+        self.assertEqual(base["seeds"], ["base", "base_seed2", "base_seed3"])
+        self.assertAlmostEqual(base["mean"], statistics.mean([100 * E, 100 / E, 100]), places=9)
+        self.assertAlmostEqual(base["sd"], statistics.stdev([100 * E, 100 / E, 100]), places=9)
+        noise = claims["fast_vs_base"]["noise"]
+        self.assertAlmostEqual(noise["sigma"], 0.1, places=12)
+        self.assertEqual(noise["df"], 2)
+
+        # fast (one seed, 50) against base (geometric mean 100): ln 0.5 ± t · 0.1 · sqrt(1 + 1/3).
+        half = T_2 * 0.1 * math.sqrt(4 / 3)
+        d, lo, hi = claims["fast_vs_base"]["checks"][0]["log_ratios"][0]
+        self.assertAlmostEqual(d, math.log(0.5), places=12)
+        self.assertAlmostEqual(hi - d, half, places=12)
+        self.assertAlmostEqual(d - lo, half, places=12)
+        self.assertLess(math.exp(hi), 0.98)  # the whole interval below the 2% band
+        check = claims["fast_vs_base"]["checks"][0]
+        self.assertEqual(check["outcome"], "disagrees")
+        self.assertEqual(check["measured"], f"50.0 (1 of 2) vs {base['mean']:.1f} ± {base['sd']:.1f} (3): ×0.5 "
+                                            f"[{math.exp(math.log(0.5) - half):.3g}, {math.exp(math.log(0.5) + half):.3g}]; "
+                                            "σ 10.5% (df 2, seeds)")
+        self.assertIn("within 2% (0.2 σ)", check["check"])  # ln 1.02 / 0.1 = 0.198
+
+        # big → base → fast: steps ln(1/4) and ln(1/2), each ± the same half width, both below 0.
+        steps = claims["order"]["checks"][0]["log_ratios"]
+        self.assertAlmostEqual(steps[0][0], math.log(0.25), places=12)
+        self.assertAlmostEqual(steps[0][2], math.log(0.25) + half, places=12)
+        self.assertEqual(claims["order"]["checks"][0]["outcome"], "agrees")
+
+        # base against near (100, one seed): ratio 1 ± half: straddles ±ln 1.02, inside ±6 sd = ±0.6.
+        self.assertEqual(claims["near_2pc"]["checks"][0]["outcome"], "cannot tell at this noise")
+        six = claims["near_6sd"]["checks"][0]
+        self.assertLess(half, 0.6)
+        self.assertEqual(six["outcome"], "agrees")
+        self.assertIn("within 6 σ (82.2%)", six["check"])  # e^0.6 - 1, the noise of base's own seeds
+        self.assertIn("σ 10.5% (df 2)", six["measured"])
+
+        # No seeds anywhere: no interval, cannot tell. A claim whose run has no results: runs missing.
+        self.assertEqual(claims["solo"]["checks"][0]["outcome"], "cannot tell at this noise")
+        self.assertIn("81.0 (1) vs 80.0 (1); no seeds", claims["solo"]["checks"][0]["measured"])
+        self.assertEqual(claims["partial"]["checks"][0]["outcome"], "runs missing")
+        self.assertIn("missing: ghost (1 of 2 models done)", claims["partial"]["checks"][0]["measured"])
+
+        with open(os.path.join(self.results, "verdicts.json")) as f:
+            everything = json.load(f)
+        self.assertAlmostEqual(everything["runs"]["fast"]["valid_shuffled_ratio"], 3.0)
+        self.assertAlmostEqual(everything["runs"]["fast"]["valid_ratio_to_unigram"], 0.05)
+        self.assertAlmostEqual(everything["runs"]["fast"]["test_ppl"], 51.0)
+        # Training speed: the median of the logged intervals (100 … 500 tokens/s), and after the
+        # sequence-length warm-up's switch at update 5, of those at updates 6, 8, 10 only.
+        self.assertAlmostEqual(everything["runs"]["fast"]["median_tokens_per_second"], 300.0)
+        self.assertAlmostEqual(everything["runs"]["fast"]["median_tokens_per_second_after_warmup"], 400.0)
+        self.assertNotIn("median_tokens_per_second_after_warmup", everything["runs"]["base"])
+        self.assertAlmostEqual(everything["experiment_spreads"]["order"], 400 / 50 - 1)  # final runs only, fast the lowest
+        spread = everything["seed_spreads"][0]
+        self.assertAlmostEqual(spread["spread"], E * E - 1)
+        self.assertIn("spread 22.1% (largest over smallest, 3 of 3 runs), σ of ln perplexity 10.5%", spread["line"])
+
+        # The README's block is the table, its links from the repository's root; the rest is kept.
+        with open(self.readme) as f:
+            text = f.read()
+        self.assertTrue(text.startswith("intro\n<!-- verdict:begin -->\n| claim (paper) |"))
+        self.assertTrue(text.endswith("<!-- verdict:end -->\nrest\n"))
+        self.assertIn("| fast on par ([fast_vs_base](results/brown/fast_vs_base/)) | fast within 2% (0.2 σ) of base | ", text)
+
+    def test_check_fails_on_a_stale_readme_and_passes_once_written(self):
+        r = self.generate("--check")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("not what the results give", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.results, "verdicts.json")), "--check wrote a file")
+        self.assertEqual(self.generate().returncode, 0)
+        self.assertEqual(self.generate("--check").returncode, 0)
+
+    def test_bad_claims_are_refused_naming_the_claim(self):
+        for bad, message in (('tolerance = "a lot"', "[solo.claim]: tolerance must be a relative number"),
+                             ('noise = "order"', "[solo.claim] noise = 'order' is not an experiment of the manifest "
+                                                 "with seed_spread = true")):
+            with open(self.manifest, "w") as f:
+                f.write(MANIFEST.replace('paper = "one seed each"', f'paper = "one seed each"\n{bad}'))
+            r = self.generate()
+            self.assertEqual(r.returncode, 1)
+            self.assertIn(message, r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(self.results, "verdicts.json")))
+
+
+class CommittedResults(unittest.TestCase):
+    def test_the_readme_block_and_verdicts_json_are_what_the_committed_results_give(self):
+        r = subprocess.run([sys.executable, SCRIPT, "--check"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_every_cell_of_the_verdict_table_stays_short(self):
+        found = verdicts.build(experiments.read_manifest(os.path.join(ROOT, "recipes", "brown", "experiments.toml")),
+                               os.path.join(ROOT, "results", "brown"))
+        for row in verdicts.table(found).split("\n\n")[0].splitlines()[2:]:
+            for cell in row.strip("|").split(" | "):
+                self.assertLessEqual(len(cell), 200, cell)
+
+
+class CitedNumbers(unittest.TestCase):
+    """Numbers the README's prose cites, formatted from the committed verdicts.json (which
+    CommittedResults keeps equal to what the results give), so the prose cannot drift from data."""
+
+    def setUp(self):
+        with open(os.path.join(ROOT, "results", "brown", "verdicts.json")) as f:
+            self.v = json.load(f)
+        with open(os.path.join(ROOT, "README.md")) as f:
+            self.readme = " ".join(f.read().split())  # line breaks as spaces
+
+    def cited(self, text):
+        self.assertIn(text, self.readme)
+
+    def interval(self, experiment, kind):
+        claim = next(c for c in self.v["claims"] if c["experiment"] == experiment)
+        _, lo, hi = next(c for c in claim["checks"] if c["kind"] == kind)["log_ratios"][0]
+        return f"×{math.exp(lo):.3g}–{math.exp(hi):.3g}"
+
+    def test_the_cited_numbers_are_the_files(self):
+        s15 = self.v["runs"]["s15_post_d128_mask30_nodrop_long"]
+        self.cited(f"and {s15['valid_shuffled_ratio']:.2f} at 14,000")
+        self.cited(f"on the test split, at the same checkpoint, {s15['test_shuffled_ratio']:.2f}")
+        within = max(self.v["experiment_spreads"][x] for x in verdicts.FIGURE3_20M)
+        self.cited(f"within {within:.1%} of the others ({self.v['figure3_20m_spread_across']:.1%} across")
+        speed = [f"{self.v['runs'][r]['median_tokens_per_second_after_warmup']:,.0f}"
+                 for r in ("transformer_n1024_long_sinusoidal_warmup128", "linformer_n1024_k64_long_sinusoidal_warmup128",
+                           "linformer_n1024_k128_long_sinusoidal_warmup128", "linformer_n1024_k256_long_sinusoidal_warmup128")]
+        self.cited(f"a median {speed[0]} tokens/s against the Linformers' {speed[1]} (k = 64), {speed[2]} (k = 128) "
+                   f"and {speed[3]} (k = 256")
+        seeds = [self.v["finetune"][f"brown_genres_15_n1024/transformer_n1024_long_sinusoidal_warmup128_s{s}"] for s in (1, 2)]
+        self.cited(f"({100 * seeds[0][2]:.1f} → {100 * seeds[1][2]:.1f}: {seeds[0][0]} and {seeds[1][0]} of {seeds[1][1]})")
+        self.cited(f"| 70.3 | {100 * seeds[0][2]:.1f}, {100 * seeds[1][2]:.1f} |")
+        self.cited(f"k = 128 at {self.interval('k_n512_warmup', 'on_par')} of it at 95%")
+        self.cited(f"(\"disagrees\": 95% interval {self.interval('k_main_job', 'on_par')})")
+        self.cited(f"(\"disagrees\": 95% interval {self.interval('k_n1024_warmup', 'on_par')};")
+
+
+if __name__ == "__main__":
+    unittest.main()
