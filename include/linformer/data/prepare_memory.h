@@ -19,9 +19,10 @@
 
 namespace linformer::data {
 
-// Peak RSS of prepare while SentencePiece trains, per byte of sample text, fitted on the measurement
-// in results/2026-11-28_zen4_tokenizer_sample (unigram, vocabularies 8000 and 32000, samples of
-// 1–128 MB): the highest ratio observed, rounded up, so the estimate errs on the safe side.
+// Peak RSS of prepare while SentencePiece trains, per byte of sample text. Measured in
+// results/2026-11-28_zen5_tokenizer_sample (unigram, vocabularies 8000 and 32000, samples of 1–64 MB
+// and more): 23.6 bytes per byte beyond a base of about 28 MB, the same for both vocabularies. 30
+// (with the base and per-sentence terms below) overestimates every measured peak by a quarter or more.
 inline constexpr double kTrainerBytesPerSampleByte = 30.0;
 // Per sentence of the sample: its std::string in the sample, then SentencePiece's own copy and entry.
 inline constexpr double kTrainerBytesPerSentence = 200.0;
