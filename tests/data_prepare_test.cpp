@@ -1,7 +1,11 @@
 // `linformer prepare` end to end on a tiny made-up corpus: outputs, reuse, --force, errors.
 
 #include "data_test_corpus.h"
+#include "linformer/config/recipe_loader.h"
+#include "linformer/core/check.h"
 #include "linformer/core/fs.h"
+#include "linformer/data/prepare.h"
+#include "linformer/data/prepare_memory.h"
 #include "linformer/data/prepared.h"
 #include "linformer/data/split.h"
 #include "linformer/data/unigram.h"
@@ -159,6 +163,29 @@ TEST(Prepare, DataSeedDecidesThePreparedDataWhenSet) {
   EXPECT_THAT(r.output, HasSubstr("data.seed"));
 }
 
+// A corpus of about 0.5 MB with data.tokenizer_max_bytes = 64 KiB: the tokenizer trains on a sample
+// within the bound, the same for the same seed, another for another seed.
+TEST(Prepare, TheTokenizerSampleStaysWithinItsBytesDeterministicInTheSeed) {
+  PrepareEnv s("tokenizer_max_bytes = 65536\n");
+  s.dir.write("corpus/part1.txt", testing::synthetic_text(1500, kSentencesPerDoc, 3));
+  const auto prepare_into = [&](const std::string& name, const std::string& args) {
+    const std::string out = (s.dir.path() / name).string();
+    const auto r = s.prepare("--set data.prepared_dir=" + out + " " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("(the sample is full: data.tokenizer_max_bytes)"));
+    return open_prepared(out).meta;
+  };
+  const auto a = prepare_into("a", ""), b = prepare_into("b", ""), c = prepare_into("c", "--set data.seed=2");
+  const uint64_t bytes = a["tokenizer"]["sample_bytes"];
+  EXPECT_LE(bytes, 65536u);
+  EXPECT_GT(bytes, 65536u - 200);  // full: the sentences are under 100 bytes
+  EXPECT_LT(a["tokenizer"]["sample_sentences"].get<int64_t>(), a["summary"]["sentences"].get<int64_t>() / 5);
+  EXPECT_EQ(a["tokenizer"]["hash"], b["tokenizer"]["hash"]);
+  EXPECT_EQ(a["tokenizer"]["sample_bytes"], b["tokenizer"]["sample_bytes"]);
+  EXPECT_NE(a["tokenizer"]["hash"], c["tokenizer"]["hash"]) << "data.seed 2 trained on the same sample";
+  EXPECT_NE(a["key"], prepare_into("d", "--set data.tokenizer_max_bytes=70000")["key"]);
+}
+
 TEST(Prepare, DamagedOutputIsPreparedAgain) {
   PrepareEnv s;
   ASSERT_EQ(s.prepare().exit_code, 0);
@@ -228,6 +255,51 @@ TEST(PrepareErrors, BadInputLeavesNothingBehind) {
     EXPECT_THAT(r.output, HasSubstr(c.message)) << c.name;
     EXPECT_THAT(s.leftovers(), ::testing::ElementsAre("bad")) << c.name;
   }
+}
+
+// The memory a test's limit allows (AvailableMemory is taken through a plain function pointer).
+uint64_t g_test_limit = 0;
+AvailableMemory test_limit() { return {g_test_limit, "a test's limit"}; }
+
+// The tokenizer's training is refused, naming the key to lower, the estimate and the limit, before
+// it starts and with nothing written: before reading when even the corpus's bytes cannot fit, after
+// reading when the sample's sentences tip it over.
+TEST(PrepareErrors, ATokenizerSampleThatCannotFitIsRefusedNamingTheKey) {
+  PrepareEnv s;
+  const config::Recipe recipe = config::load_recipe(s.recipe, {});
+  uint64_t file_bytes = 0, text_bytes = 0;
+  for (uint64_t part : {1, 2}) {
+    file_bytes += testing::synthetic_text(kDocs / 2, kSentencesPerDoc, part).size();
+    for (const auto& sentence : testing::synthetic_sentences(kDocs / 2 * kSentencesPerDoc, part))
+      text_bytes += sentence.size();
+  }
+  constexpr double kMiB = 1024.0 * 1024;
+  const double before = 64 * kMiB + 30.0 * static_cast<double>(file_bytes);  // the constants of prepare_memory.h
+  const double after = 64 * kMiB + 30.0 * static_cast<double>(text_bytes) + 200.0 * kDocs * kSentencesPerDoc;
+  ASSERT_EQ(kTrainerBytesPerSampleByte, 30.0);
+  ASSERT_EQ(kTrainerBytesPerSentence, 200.0);
+  ASSERT_EQ(kPrepareBaseBytes, 64 * kMiB);
+  ASSERT_LT(before, after - 1);
+  const auto refused = [&](uint64_t limit, const std::string& sample, double needed) {
+    g_test_limit = limit;
+    try {
+      prepare_data(recipe, false, test_limit);
+      ADD_FAILURE() << "prepared within " << limit << " bytes";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("training the tokenizer on a sample of " + sample + " needs about " +
+                                      fmt::format("{:.1f} MiB", needed / kMiB) + ", more than the " +
+                                      fmt::format("{:.1f} MiB", static_cast<double>(limit) / kMiB) +
+                                      " available (a test's limit): lower data.tokenizer_max_bytes"));
+    }
+    EXPECT_TRUE(s.leftovers().empty()) << s.leftovers().front();
+  };
+  refused(16u << 20, fmt::format("{:.1f} MiB (at most: data.tokenizer_max_bytes, or the corpus's size)",
+                                 static_cast<double>(file_bytes) / kMiB), before);
+  refused(static_cast<uint64_t>(after) - 1,
+          fmt::format("{:.1f} MiB ({} sentences)", static_cast<double>(text_bytes) / kMiB, kDocs * kSentencesPerDoc),
+          after);
+  g_test_limit = static_cast<uint64_t>(after) + 1;
+  EXPECT_NO_THROW(prepare_data(recipe, false, test_limit));
 }
 
 TEST(PrepareErrors, FailureKeepsThePreviousOutput) {

@@ -1,8 +1,7 @@
-// SentencePiece training and loading with the fixed special ids; the training sample.
+// SentencePiece training and loading with the fixed special ids.
 
 #include "linformer/core/check.h"
 #include "linformer/core/fs.h"
-#include "linformer/core/rng.h"
 #include "linformer/data/tokenizer.h"
 #include "data_test_corpus.h"
 #include "test_util.h"
@@ -11,7 +10,6 @@
 #include <gtest/gtest.h>
 #include <sentencepiece_trainer.h>
 
-#include <set>
 
 namespace linformer::data {
 namespace {
@@ -113,34 +111,6 @@ TEST(Tokenizer, ModelWithOtherSpecialIdsIsRejected) {
     EXPECT_THAT(e.what(), HasSubstr("id 0 is '<unk>' but must be '<pad>'"));
   }
   EXPECT_THROW(Tokenizer::from_serialized("not a model"), Error);
-}
-
-TEST(SentenceSampler, KeepsEverythingBelowCapacity) {
-  SentenceSampler s(10, 1);
-  for (int i = 0; i < 7; ++i) s.add(std::to_string(i));
-  EXPECT_THAT(s.sample(), ::testing::ElementsAre("0", "1", "2", "3", "4", "5", "6"));
-}
-
-TEST(SentenceSampler, UniformAndDeterministic) {
-  constexpr int kItems = 20, kCapacity = 5, kTrials = 4000;
-  std::vector<int> included(kItems, 0);
-  for (int seed = 0; seed < kTrials; ++seed) {
-    SentenceSampler s(kCapacity, static_cast<uint64_t>(seed));
-    for (int i = 0; i < kItems; ++i) s.add(std::to_string(i));
-    ASSERT_EQ(s.sample().size(), static_cast<size_t>(kCapacity));
-    std::set<std::string> distinct(s.sample().begin(), s.sample().end());
-    ASSERT_EQ(distinct.size(), static_cast<size_t>(kCapacity)) << "seed " << seed;
-    for (const auto& x : s.sample()) ++included[static_cast<size_t>(std::stoi(x))];
-  }
-  // Each item is kept with probability 5/20; binomial σ of the rate ≈ 0.0068, allow 5σ.
-  for (int i = 0; i < kItems; ++i) EXPECT_NEAR(included[i] / double(kTrials), 0.25, 0.035) << "item " << i;
-
-  SentenceSampler a(3, 42), b(3, 42);
-  for (int i = 0; i < 100; ++i) {
-    a.add(std::to_string(i));
-    b.add(std::to_string(i));
-  }
-  EXPECT_EQ(a.sample(), b.sample());
 }
 
 }  // namespace

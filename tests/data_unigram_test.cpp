@@ -1,5 +1,6 @@
 // The unigram baseline against values worked out by hand.
 
+#include "linformer/core/check.h"
 #include "linformer/data/shard.h"
 #include "linformer/data/unigram.h"
 #include "test_util.h"
@@ -34,6 +35,20 @@ TEST(Unigram, SmoothedTrainingFrequenciesOverOrdinaryTokens) {
   EXPECT_NEAR(unigram.perplexity(shard_of(dir, "valid.bin", {{1, 5, 7, 2}, {0, 4, 3}})), 4.5 / std::sqrt(1.25), 1e-12);
   // Nothing to score: perplexity 1.
   EXPECT_EQ(unigram.perplexity(shard_of(dir, "empty.bin", {{1, 2}})), 1.0);
+}
+
+// The counts that prepare keeps while encoding give the model and perplexities a shard gives.
+TEST(Unigram, FromCountsAsFromTheShard) {
+  // The shard of the test above, counted by hand: ids 0..7 (specials are never scored).
+  const UnigramModel unigram(std::vector<int64_t>{0, 2, 2, 1, 0, 2, 1, 0});
+  EXPECT_EQ(unigram.train_tokens(), 3);
+  EXPECT_NEAR(unigram.nll(7), -std::log(0.5 / 4.5), 1e-12);
+  EXPECT_NEAR(unigram.perplexity(std::vector<int64_t>{1, 1, 1, 1, 1, 1, 0, 1}), 4.5 / std::sqrt(1.25), 1e-12);
+  TempDir dir;
+  const Shard valid = shard_of(dir, "valid.bin", {{1, 5, 7, 2}, {0, 4, 3}, {6, 6, 5}});
+  EXPECT_EQ(UnigramModel::count(valid), (std::vector<int64_t>{1, 1, 1, 1, 1, 2, 2, 1}));
+  EXPECT_EQ(unigram.perplexity(valid), unigram.perplexity(UnigramModel::count(valid)));
+  EXPECT_THROW(unigram.perplexity(std::vector<int64_t>(9, 1)), Error);
 }
 
 }  // namespace

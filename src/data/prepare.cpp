@@ -6,11 +6,14 @@
 #include "linformer/core/progress.h"
 #include "linformer/core/rng.h"
 #include "linformer/core/staged_dir.h"
+#include "linformer/core/system_memory.h"
 #include "linformer/core/version.h"
 #include "linformer/data/corpus.h"
 #include "linformer/data/document_encoder.h"
 #include "linformer/data/hash.h"
+#include "linformer/data/prepare_memory.h"
 #include "linformer/data/prepared.h"
+#include "linformer/data/sentence_sampler.h"
 #include "linformer/data/shard.h"
 #include "linformer/data/tokenizer.h"
 #include "linformer/data/unigram.h"
@@ -18,8 +21,10 @@
 #include <nlohmann/json.hpp>
 #include <omp.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -54,6 +59,7 @@ json settings_of(const config::Recipe& r) {
           {"tokenizer_model", d.tokenizer_model},
           {"vocab_size", d.vocab_size},
           {"tokenizer_max_sentences", d.tokenizer_max_sentences},
+          {"tokenizer_max_bytes", d.tokenizer_max_bytes},
           {"valid_fraction", d.valid_fraction},
           {"test_fraction", d.test_fraction},
           // The effective seed under its old name: data prepared before data.seed existed stays current.
@@ -74,6 +80,13 @@ std::string key_of(const config::Recipe& r, const std::vector<CorpusFile>& files
   return fmt::format("{:016x}", hash64(key.dump()));
 }
 
+// The process's peak resident memory so far (getrusage reports kilobytes on Linux).
+uint64_t peak_rss_bytes() {
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+}
+
 json summary_json(const PrepareSummary& s) {
   json splits = json::object();
   for (Split sp : kSplits) {
@@ -83,7 +96,12 @@ json summary_json(const PrepareSummary& s) {
   return {{"files", s.files},           {"documents", s.documents},   {"sentences", s.sentences},
           {"tokens", s.tokens},         {"unknown_tokens", s.unknown_tokens}, {"invalid_utf8", s.invalid_utf8},
           {"file_bytes", s.file_bytes}, {"text_bytes", s.text_bytes}, {"output_bytes", s.output_bytes},
-          {"seconds", s.seconds},       {"encode_seconds", s.encode_seconds}, {"splits", splits}};
+          {"seconds", s.seconds},       {"encode_seconds", s.encode_seconds}, {"splits", splits},
+          {"phase_seconds",
+           {{"read", s.read_seconds}, {"tokenizer", s.tokenizer_seconds}, {"encode", s.encode_seconds},
+            {"write", s.write_seconds}}},
+          {"text_mb_per_second", s.seconds > 0 ? static_cast<double>(s.text_bytes) / 1e6 / s.seconds : 0.0},
+          {"peak_rss_bytes", s.peak_rss_bytes}};
 }
 
 PrepareSummary summary_from(const json& meta) {
@@ -102,6 +120,13 @@ PrepareSummary summary_from(const json& meta) {
   s.output_bytes = j.at("output_bytes");
   s.seconds = j.at("seconds");
   s.encode_seconds = j.at("encode_seconds");
+  if (j.contains("phase_seconds")) {  // not in directories prepared before it was recorded
+    const json& p = j["phase_seconds"];
+    s.read_seconds = p.value("read", 0.0);
+    s.tokenizer_seconds = p.value("tokenizer", 0.0);
+    s.write_seconds = p.value("write", 0.0);
+  }
+  s.peak_rss_bytes = j.value("peak_rss_bytes", uint64_t{0});
   if (meta.contains("unigram")) {
     s.unigram_valid_perplexity = meta["unigram"].value("valid_perplexity", 0.0);
     s.unigram_test_perplexity = meta["unigram"].value("test_perplexity", 0.0);
@@ -140,13 +165,56 @@ void check_replaceable(const std::string& dir) {
           dir, kMetaFile);
 }
 
+// The most text the tokenizer's sample can hold: its bound, or the corpus's bytes when they are
+// fewer and known (not for gzip files or pipes, whose text can be larger than their bytes).
+uint64_t largest_sample(const std::vector<CorpusFile>& files, const config::DataConfig& d) {
+  const auto bound = static_cast<uint64_t>(d.tokenizer_max_bytes);
+  uint64_t total = 0;
+  for (const auto& f : files) {
+    if (f.stream || (f.path.size() >= 3 && f.path.compare(f.path.size() - 3, 3, ".gz") == 0)) return bound;
+    total += f.size;
+  }
+  return std::min(bound, total);
+}
+
+// Trains the tokenizer on the sampler's sample (which it empties) if it fits in `available` memory,
+// and records the sample in `summary`.
+std::string train_on_sample(SentenceSampler& sampler, const config::DataConfig& d, uint64_t seed,
+                            const AvailableMemory& available, PrepareSummary& summary) {
+  check_tokenizer_fits(sampler.bytes(), sampler.size(), available);
+  summary.sample_sentences = sampler.size();
+  summary.sample_bytes = sampler.bytes();
+  const char* bound = sampler.bytes_bound()       ? " (the sample is full: data.tokenizer_max_bytes)"
+                      : sampler.sentences_bound() ? " (the sample is full: data.tokenizer_max_sentences)"
+                                                  : "";
+  TokenizerTrainOptions o;
+  o.kind = d.tokenizer;
+  o.vocab_size = d.vocab_size;
+  o.threads = omp_get_max_threads();
+  o.seed = seed;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string sample_text = fmt::format(
+      "{} sentences ({}) of {} ({}){}", summary.sample_sentences, format_bytes(static_cast<double>(sampler.bytes())),
+      sampler.seen(), format_bytes(static_cast<double>(sampler.seen_bytes())), bound);
+  std::string model;
+  {
+    Heartbeat heartbeat(fmt::format("training the {} tokenizer ({} pieces) on {}", config::enum_name(d.tokenizer),
+                                    d.vocab_size, sample_text));
+    model = train_tokenizer(sampler.take(), o);
+  }
+  spdlog::info("tokenizer: trained {} with {} pieces on {} in {:.1f} s", config::enum_name(d.tokenizer), d.vocab_size,
+               sample_text, seconds_since(t0));
+  return model;
+}
+
 }  // namespace
 
-PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
+PrepareSummary prepare_data(const config::Recipe& recipe, bool force, MemoryProbe available) {
   const auto start = std::chrono::steady_clock::now();
   const config::DataConfig& d = recipe.data;
   const CorpusOptions corpus_options = CorpusOptions::from(d);
-  const std::string key = key_of(recipe, list_corpus_files(d.corpus, d.format));
+  const std::vector<CorpusFile> files = list_corpus_files(d.corpus, d.format);
+  const std::string key = key_of(recipe, files);
   const std::string& out = d.prepared_dir;
 
   if (!force) {
@@ -156,6 +224,9 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
     }
   }
   check_replaceable(out);
+  const bool train_tokenizer_here = d.tokenizer_model.empty();
+  // Before reading: the sample cannot exceed its bound, nor the corpus (unless compressed or a pipe).
+  if (train_tokenizer_here) check_tokenizer_fits(largest_sample(files, d), 0, available());
   StagedDirectory staging(out);
   PrepareSummary summary;
   summary.key = key;
@@ -163,8 +234,8 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
   const uint64_t seed = config::data_seed(recipe);
 
   // Pass 1: count the documents (the splits need the total) and sample sentences for the tokenizer.
-  const bool train_tokenizer_here = d.tokenizer_model.empty();
-  SentenceSampler sampler(d.tokenizer_max_sentences, stream_id({kTokenizerSampleStream, seed}));
+  SentenceSampler sampler(d.tokenizer_max_sentences, static_cast<uint64_t>(d.tokenizer_max_bytes),
+                          stream_id({kTokenizerSampleStream, seed}));
   int64_t documents = 0;
   {
     CorpusReader reader(corpus_options);
@@ -192,34 +263,23 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
                    reader.stats().long_lines_cut, kMaxSentenceBytes / 1024);
   }
 
+  summary.read_seconds = seconds_since(start);
+
   // The tokenizer.
-  std::string model;
-  if (train_tokenizer_here) {
-    TokenizerTrainOptions o;
-    o.kind = d.tokenizer;
-    o.vocab_size = d.vocab_size;
-    o.threads = omp_get_max_threads();
-    o.seed = seed;
-    const auto t0 = std::chrono::steady_clock::now();
-    const int64_t sampled = static_cast<int64_t>(sampler.sample().size());
-    {
-      Heartbeat heartbeat(fmt::format("training the {} tokenizer ({} pieces) on {} of {} sentences",
-                                      config::enum_name(d.tokenizer), d.vocab_size, sampled, sampler.seen()));
-      model = train_tokenizer(std::move(sampler.sample()), o);
-    }
-    spdlog::info("tokenizer: trained {} with {} pieces on {} sentences in {:.1f} s", config::enum_name(d.tokenizer),
-                 d.vocab_size, sampled, seconds_since(t0));
-  } else {
-    model = with_context(fmt::format("data.tokenizer_model '{}'", d.tokenizer_model),
-                         [&] { return read_file(d.tokenizer_model); });
-  }
+  const auto tokenizer_start = std::chrono::steady_clock::now();
+  const std::string model =
+      train_tokenizer_here ? train_on_sample(sampler, d, seed, available(), summary)
+                           : with_context(fmt::format("data.tokenizer_model '{}'", d.tokenizer_model),
+                                          [&] { return read_file(d.tokenizer_model); });
   const Tokenizer tokenizer = Tokenizer::from_serialized(
-      std::move(model), train_tokenizer_here ? std::string("the trained tokenizer") : d.tokenizer_model);
+      model, train_tokenizer_here ? std::string("the trained tokenizer") : d.tokenizer_model);
   if (!train_tokenizer_here && tokenizer.vocab_size() != d.vocab_size)
     spdlog::warn("{} has {} pieces; data.vocab_size = {} does not apply to a given model", d.tokenizer_model,
                  tokenizer.vocab_size(), d.vocab_size);
   write_file_atomic(staging.file(kModelFile), tokenizer.serialized());
   summary.vocab_size = tokenizer.vocab_size();
+
+  summary.tokenizer_seconds = seconds_since(tokenizer_start);
 
   // Pass 2: encode in parallel, route each document to its split's shard.
   const SplitPlan plan(documents, d.valid_fraction, d.test_fraction, seed);
@@ -227,6 +287,10 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
   for (Split s : kSplits)
     writers[static_cast<size_t>(s)] =
         std::make_unique<ShardWriter>(staging.file(shard_file(s)), tokenizer.vocab_size(), tokenizer.hash());
+  // Each split's count of each id, for the unigram baseline: reading the shards again would map
+  // them whole into this process (its RSS would grow with the corpus).
+  std::array<std::vector<int64_t>, 3> id_counts;
+  for (auto& c : id_counts) c.assign(static_cast<size_t>(tokenizer.vocab_size()), 0);
   const auto encode_start = std::chrono::steady_clock::now();
   {
     CorpusReader reader(corpus_options);
@@ -258,6 +322,7 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
                  documents);
         const Split s = plan.of(index);
         writers[static_cast<size_t>(s)]->add_document(ids[i]);
+        for (const int32_t id : ids[i]) ++id_counts[static_cast<size_t>(s)][static_cast<size_t>(id)];
         auto& c = summary.splits[static_cast<size_t>(s)];
         ++c.documents;
         c.tokens += static_cast<int64_t>(ids[i].size());
@@ -279,29 +344,28 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
     summary.file_bytes = reader.total_file_bytes();
   }
   summary.encode_seconds = seconds_since(encode_start);
+  const auto write_start = std::chrono::steady_clock::now();
   if (summary.splits[static_cast<size_t>(Split::train)].documents == 0)
     LF_FAIL("the train split is empty: the corpus has only {} documents and valid/test fractions {} and {}", documents,
             d.valid_fraction, d.test_fraction);
   for (auto& w : writers) w->finish();
   for (Split s : kSplits) summary.output_bytes += fs::file_size(staging.file(shard_file(s)));
-  json unigram_json;
-  {
-    const UnigramModel unigram(Shard::open(staging.file(shard_file(Split::train)), false));
-    auto perplexity_of = [&](Split s) {
-      return summary.splits[static_cast<size_t>(s)].tokens == 0
-                 ? 0.0
-                 : unigram.perplexity(Shard::open(staging.file(shard_file(s)), false));
-    };
-    summary.unigram_valid_perplexity = perplexity_of(Split::valid);
-    summary.unigram_test_perplexity = perplexity_of(Split::test);
-    unigram_json = {{"model", UnigramModel::kDescription},
-                    {"smoothing", UnigramModel::kSmoothing},
-                    {"train_tokens", unigram.train_tokens()},
-                    {"valid_perplexity", summary.unigram_valid_perplexity},
-                    {"test_perplexity", summary.unigram_test_perplexity}};
-  }
+  const UnigramModel unigram(id_counts[static_cast<size_t>(Split::train)]);
+  const auto perplexity_of = [&](Split s) {  // 0 for an empty split
+    const auto i = static_cast<size_t>(s);
+    return summary.splits[i].tokens == 0 ? 0.0 : unigram.perplexity(id_counts[i]);
+  };
+  summary.unigram_valid_perplexity = perplexity_of(Split::valid);
+  summary.unigram_test_perplexity = perplexity_of(Split::test);
+  const json unigram_json = {{"model", UnigramModel::kDescription},
+                             {"smoothing", UnigramModel::kSmoothing},
+                             {"train_tokens", unigram.train_tokens()},
+                             {"valid_perplexity", summary.unigram_valid_perplexity},
+                             {"test_perplexity", summary.unigram_test_perplexity}};
   summary.output_bytes += tokenizer.serialized().size();
+  summary.write_seconds = seconds_since(write_start);
   summary.seconds = seconds_since(start);
+  summary.peak_rss_bytes = peak_rss_bytes();
 
   // meta.json last: its presence marks a complete directory.
   const json meta = {
@@ -313,6 +377,8 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force) {
        {{"file", kModelFile},
         {"type", train_tokenizer_here ? std::string(config::enum_name(d.tokenizer)) : std::string("given")},
         {"source", train_tokenizer_here ? std::string("trained") : d.tokenizer_model},
+        {"sample_sentences", summary.sample_sentences},
+        {"sample_bytes", summary.sample_bytes},
         {"vocab_size", tokenizer.vocab_size()},
         {"hash", fmt::format("{:016x}", tokenizer.hash())}}},
       {"special_ids", {{"pad", kPadId}, {"bos", kBosId}, {"eos", kEosId}, {"unk", kUnkId}, {"mask", kMaskId}}},
@@ -341,10 +407,14 @@ void log_prepare_summary(const PrepareSummary& s) {
     spdlog::info("unigram baseline (training-split token frequencies, add-1/2 smoothing): perplexity {:.2f} on valid, "
                  "{:.2f} on test",
                  s.unigram_valid_perplexity, s.unigram_test_perplexity);
-  if (!s.reused)
-    spdlog::info("time {:.1f} s, {:.2f} MB/s of text end to end; encoding {:.1f} s, {:.2f} MB/s", s.seconds,
-                 s.seconds > 0 ? s.text_bytes / 1e6 / s.seconds : 0.0, s.encode_seconds,
-                 s.encode_seconds > 0 ? s.text_bytes / 1e6 / s.encode_seconds : 0.0);
+  if (s.reused) return;
+  const auto mb_per_s = [&](double seconds) { return seconds > 0 ? static_cast<double>(s.text_bytes) / 1e6 / seconds : 0.0; };
+  spdlog::info("time {:.1f} s, {:.2f} MB/s of text end to end; encoding {:.1f} s, {:.2f} MB/s", s.seconds,
+               mb_per_s(s.seconds), s.encode_seconds, mb_per_s(s.encode_seconds));
+  spdlog::info("phases: read and sample {:.1f} s ({:.2f} MB/s), tokenizer {:.1f} s, encode and split {:.1f} s "
+               "({:.2f} MB/s), write {:.1f} s; peak RSS {}",
+               s.read_seconds, mb_per_s(s.read_seconds), s.tokenizer_seconds, s.encode_seconds,
+               mb_per_s(s.encode_seconds), s.write_seconds, format_bytes(static_cast<double>(s.peak_rss_bytes)));
 }
 
 }  // namespace linformer::data

@@ -2,7 +2,6 @@
 
 #include "linformer/core/check.h"
 #include "linformer/core/fs.h"
-#include "linformer/core/rng.h"
 #include "linformer/data/hash.h"
 
 #include <sentencepiece_processor.h>
@@ -21,7 +20,6 @@ namespace linformer::data {
 
 namespace {
 
-constexpr uint64_t kSampleStream = 0x53504D53414D504Cull;  // "SPMSAMPL"
 // Longer than the longest Brown paragraph (9.7 KB); SentencePiece skips longer ones.
 constexpr int kMaxSentenceBytes = 1 << 16;
 
@@ -40,22 +38,6 @@ class VectorIterator : public sentencepiece::SentenceIterator {
 };
 
 }  // namespace
-
-SentenceSampler::SentenceSampler(int64_t capacity, uint64_t seed) : capacity_(capacity), seed_(seed) {
-  LF_CHECK(capacity > 0, "sample capacity {} must be positive", capacity);
-}
-
-void SentenceSampler::add(std::string_view sentence) {
-  // Algorithm R; the draw for item i depends only on (seed, i), not on earlier draws.
-  const int64_t i = seen_++;
-  if (i < capacity_) {
-    sample_.emplace_back(sentence);
-    return;
-  }
-  Rng rng(seed_, stream_id({kSampleStream, static_cast<uint64_t>(i)}));
-  const uint64_t j = rng.below(static_cast<uint64_t>(i) + 1);
-  if (j < static_cast<uint64_t>(capacity_)) sample_[j].assign(sentence);
-}
 
 std::string train_tokenizer(std::vector<std::string>&& sentences, const TokenizerTrainOptions& o) {
   LF_CHECK(!sentences.empty(), "no sentences to train the tokenizer on");

@@ -28,22 +28,6 @@ struct TokenizerTrainOptions {
 // SentencePiece's own message, e.g. for a corpus too small for the vocabulary.
 std::string train_tokenizer(std::vector<std::string>&& sentences, const TokenizerTrainOptions& options);
 
-// A uniform sample of at most `capacity` sentences from a stream (reservoir
-// sampling), deterministic in the seed. Memory: the sample only.
-class SentenceSampler {
- public:
-  SentenceSampler(int64_t capacity, uint64_t seed);
-  void add(std::string_view sentence);
-  int64_t seen() const { return seen_; }
-  std::vector<std::string>& sample() { return sample_; }
-
- private:
-  int64_t capacity_;
-  uint64_t seed_;
-  int64_t seen_ = 0;
-  std::vector<std::string> sample_;
-};
-
 class Tokenizer {
  public:
   // From a .model file or its bytes. Throws if the special ids are not the fixed ones.

@@ -20,6 +20,9 @@ class UnigramModel {
   static constexpr const char* kDescription =
       "token frequencies of the training split, add-1/2 smoothing over the ordinary tokens";
 
+  // From the training split's count of each id (V), e.g. kept while encoding, so that a large
+  // corpus's shards need not be read again.
+  explicit UnigramModel(const std::vector<int64_t>& train_counts);
   // Counts the ordinary tokens of the training split.
   explicit UnigramModel(const Shard& train);
 
@@ -29,6 +32,10 @@ class UnigramModel {
   double nll(int32_t id) const { return nll_[static_cast<size_t>(id)]; }
   // exp(mean −log p) over the ordinary tokens of `split` (1 when it has none).
   double perplexity(const Shard& split) const;
+  // The same from the split's count of each id (V).
+  double perplexity(const std::vector<int64_t>& counts) const;
+  // Each id's count in a shard (V).
+  static std::vector<int64_t> count(const Shard& shard);
 
  private:
   std::vector<double> nll_;  // (V) −log p; 0 for the special ids, which are never scored
