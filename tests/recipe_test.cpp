@@ -277,11 +277,33 @@ TEST(RecipeErrors, InconsistentCombinations) {
   EXPECT_THAT(load_error(path, {"train.short_seq_len=128", "train.short_seq_updates=10000", "train.max_updates=10000"}),
               HasSubstr("leaves no update of train.max_updates = 10000 on blocks of data.seq_len"));
   EXPECT_NO_THROW(load_recipe(path, {"train.short_seq_len=128", "train.short_seq_updates=10000", "train.max_updates=0",
-                                     "train.max_tokens=1000000"}));
+                                     "train.max_tokens=1000000", "optim.schedule=constant"}));
   // Linformer-only checks do not apply to full attention; layerwise sharing takes one k, given
   // once or for every layer.
   EXPECT_NO_THROW(load_recipe(path, {"model.attention=full", "model.k=600"}));
   EXPECT_NO_THROW(load_recipe(path, {"model.k_per_layer=[32, 32, 32, 32]", "model.sharing=layerwise"}));
+}
+
+// A decay to train.max_updates with max_updates = 0 trained at lr 0 after the warm-up (issue 48,
+// item 3): refused naming both keys and the way out, unless the schedule needs no length or
+// fine-tuning sets the length from finetune.epochs.
+TEST(RecipeErrors, ADecayingScheduleNeedsTrainMaxUpdates) {
+  TempDir dir;
+  const std::string path = dir.write("r.toml", "");
+  for (const std::string schedule : {"polynomial", "linear", "cosine"})
+    for (const std::string stop : {"train.max_tokens=1000000", "train.max_minutes=5"}) {
+      const std::string e = load_error(path, {"train.max_updates=0", stop, "optim.schedule=" + schedule});
+      EXPECT_THAT(e, HasSubstr("optim.schedule = \"" + schedule + "\" decays to optim.end_lr at train.max_updates, "
+                               "but train.max_updates = 0"));
+      EXPECT_THAT(e, HasSubstr("set train.max_updates"));
+      EXPECT_THAT(e, HasSubstr("\"constant\" or \"inverse_sqrt\""));
+    }
+  for (const std::string schedule : {"constant", "inverse_sqrt"})
+    EXPECT_NO_THROW(load_recipe(path, {"train.max_updates=0", "train.max_tokens=1000000", "optim.schedule=" + schedule}));
+  EXPECT_NO_THROW(load_recipe(path, {"train.max_updates=0", "train.max_minutes=5", "finetune.train=t.jsonl"}));
+  EXPECT_NO_THROW(load_recipe(path, {"train.max_updates=100", "train.max_minutes=5"}));
+  // With no stop at all, the one message says so.
+  EXPECT_THAT(load_error(path, {"train.max_updates=0"}), ::testing::Not(HasSubstr("decays")));
 }
 
 // ---- the declarations themselves ----------------------------------------------------

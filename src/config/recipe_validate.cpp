@@ -56,6 +56,14 @@ std::vector<std::string> validate_recipe(const Recipe& r) {
   const TrainConfig& t = r.train;
   if (t.max_updates == 0 && t.max_tokens == 0 && t.max_minutes == 0.0)
     fail("training would never stop: set train.max_updates, train.max_tokens or train.max_minutes");
+  // Without a length a decay ends at once: lr 0 from the end of the warm-up on. Fine-tuning
+  // recipes (finetune.train set) get max_updates from finetune.epochs when the run starts.
+  else if (t.max_updates == 0 && needs_length(r.optim.schedule) && r.finetune.train.empty())
+    fail("optim.schedule = \"{}\" decays to optim.end_lr at train.max_updates, but train.max_updates = 0 (the run "
+         "stops on train.max_tokens or train.max_minutes), so it would train at optim.end_lr from the end of the "
+         "warm-up on: set train.max_updates to the update the decay ends at, or a schedule that needs no length "
+         "(optim.schedule = \"constant\" or \"inverse_sqrt\")",
+         enum_name(r.optim.schedule));
 
   if (t.short_seq_len > 0 || t.short_seq_updates > 0) {
     const int s = t.short_seq_len;

@@ -90,6 +90,9 @@ constexpr auto enum_names(LrSchedule) {
                     std::pair{E::cosine, "cosine"sv}, std::pair{E::inverse_sqrt, "inverse_sqrt"sv},
                     std::pair{E::constant, "constant"sv}};
 }
+// Whether the schedule decays to optim.end_lr at train.max_updates, so needs that length
+// (optim/lr_schedule.cpp: constant and inverse_sqrt never read it).
+constexpr bool needs_length(LrSchedule s) { return s != LrSchedule::constant && s != LrSchedule::inverse_sqrt; }
 
 enum class Precision { fp32, bf16 };
 constexpr auto enum_names(Precision) {
