@@ -120,6 +120,17 @@ TEST(Cli, DumpRecipePrintsTheResolvedRecipe) {
   EXPECT_THAT(r.output, HasSubstr("name = \"tiny\""));
 }
 
+// threads = 100000 crashed inside libgomp (exit 139) and 5000 failed with a message that named
+// no key (issue 48, item 5): the recipe refuses both, naming the key, in every command.
+TEST(Cli, HugeThreadCountIsRefusedNamingTheKey) {
+  for (const std::string command : {"train", "prepare", "finetune"})
+    for (const std::string threads : {"100000", "5000", "1025"}) {
+      const auto r = run_linformer(command + " --recipe recipes/ci/tiny.toml --set threads=" + threads);
+      EXPECT_EQ(r.exit_code, 1) << command << " " << threads << ": " << r.output;
+      EXPECT_THAT(r.output, HasSubstr("threads = " + threads + " is out of range: must be in [0, 1024]")) << command;
+    }
+}
+
 TEST(Cli, MisspeltKeyFailsWithFileKeyAndSuggestion) {
   TempDir dir;
   const std::string path = dir.write("typo.toml", "base = \"" LINFORMER_SOURCE_DIR "/recipes/ci/tiny.toml\"\n[model]\nkk = 64\n");

@@ -169,10 +169,21 @@ TEST(RecipeErrors, OutOfRangeValues) {
   TempDir dir;
   const std::string e = load_error(dir.write(
       "r.toml", "[model]\nlayers = 0\ndropout = 1.0\n[masking]\nprobability = 1.5\n[data]\nvocab_size = 99999999999\n"));
-  EXPECT_THAT(e, HasSubstr("model.layers = 0 is out of range: must be ≥ 1"));
+  EXPECT_THAT(e, HasSubstr("model.layers = 0 is out of range: must be in [1, 10000]"));
   EXPECT_THAT(e, HasSubstr("model.dropout = 1.0 is out of range: must be in [0, 1)"));
   EXPECT_THAT(e, HasSubstr("masking.probability = 1.5 is out of range: must be in [0, 1]"));
   EXPECT_THAT(e, HasSubstr("data.vocab_size: integer 99999999999 does not fit in 32 bits"));
+  // Sizes a user can reach without a crash (issue 48, item 5): each refused by its rule, naming the key.
+  EXPECT_THAT(load_error(dir.write("s.toml", "threads = 100000\n")),
+              HasSubstr("threads = 100000 is out of range: must be in [0, 1024]"));
+  EXPECT_THAT(load_error(dir.write("t.toml", "[model]\nlayers = 2147483647\n")),
+              HasSubstr("model.layers = 2147483647 is out of range: must be in [1, 10000]"));
+  EXPECT_THAT(load_error(dir.write("u.toml", "[train]\naccumulation = 2147483647\n")),
+              HasSubstr("train.accumulation = 2147483647 is out of range: must be in [1, 65536]"));
+  EXPECT_THAT(load_error(dir.write("w.toml", "[data]\nseq_len = 1048576\n[model]\nk = 16\n[train]\naccumulation = 2\n"
+                                             "short_seq_len = 16\nshort_seq_updates = 1\n")),
+              HasSubstr("train.accumulation × data.seq_len / train.short_seq_len = 2 × 65536 micro-batches"));
+  EXPECT_NO_THROW(load_recipe(dir.write("v.toml", "threads = 1024\n[model]\nlayers = 10000\n[train]\naccumulation = 65536\n")));
 }
 
 // int64's range ends just below 2^63, which double(INT64_MAX) rounds up to: the float 2^63 once

@@ -72,6 +72,10 @@ std::vector<std::string> validate_recipe(const Recipe& r) {
            t.short_seq_updates);
     else if (s < 2 || s >= n || n % s != 0)
       fail("train.short_seq_len = {} must divide data.seq_len = {} and be at least 2 and less than it", s, n);
+    if (s >= 2 && static_cast<int64_t>(t.accumulation) * (n / s) > 65536)
+      fail("train.accumulation × data.seq_len / train.short_seq_len = {} × {} micro-batches per short update exceeds "
+           "65536",
+           t.accumulation, n / s);
     if (s > 0 && t.short_seq_updates == 0)
       fail("train.short_seq_len = {} needs train.short_seq_updates, how many updates train on blocks that long", s);
     if (t.max_updates > 0 && t.short_seq_updates >= t.max_updates)
