@@ -241,6 +241,27 @@ TEST(PrepareErrors, FailureKeepsThePreviousOutput) {
   EXPECT_THAT(s.leftovers(), ::testing::ElementsAre("prepared"));
 }
 
+// SIGHUP (a closed terminal) ends prepare as SIGTERM does: the output is whole or absent, and
+// the next prepare finishes the job (issue 48, item 14). The corpus is a pipe that stalls
+// halfway, so the signal arrives while prepare reads.
+TEST(PrepareErrors, SighupLeavesNothingHalfWritten) {
+  PrepareEnv s;
+  const std::string pipe = (s.dir.path() / "corpus" / "stalled.txt").string();
+  const std::string text = testing::synthetic_text(kDocs, kSentencesPerDoc, 3);
+  s.dir.write("corpus/stalled.source", text.substr(0, text.size() / 2));
+  const auto r = testing::run_command(
+      "mkfifo '" + pipe + "' && cd '" LINFORMER_SOURCE_DIR "' && { { cat '" + pipe.substr(0, pipe.size() - 4) +
+      ".source'; exec sleep 30; } > '" + pipe + "' 2>/dev/null & writer=$!; '" LINFORMER_BINARY "' prepare --recipe " + s.recipe +
+      " --set 'data.corpus=[\"" + pipe + "\"]' & pid=$!; sleep 1; kill -HUP $pid; wait $pid; echo exit=$?; "
+      "kill $writer; }");
+  EXPECT_THAT(r.output, HasSubstr("exit=129")) << r.output;  // ended by the signal, not finished
+  EXPECT_THAT(s.leftovers(), Not(::testing::Contains("prepared")));
+  fs::remove(pipe);
+  fs::remove(s.dir.path() / "corpus" / "stalled.source");
+  ASSERT_EQ(s.prepare().exit_code, 0);
+  EXPECT_THAT(s.leftovers(), ::testing::ElementsAre("prepared"));
+}
+
 TEST(PrepareErrors, RefusesToReplaceAForeignDirectory) {
   PrepareEnv s;
   s.dir.write("prepared/precious.txt", "not ours");
