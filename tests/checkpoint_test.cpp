@@ -186,6 +186,27 @@ TEST(Checkpoint, AnEditedStateJsonIsRefusedAndResumeAutoPassesOverIt) {
   EXPECT_THAT(log.text(), HasSubstr(state_path + " has no checksum"));
 }
 
+// A kill while pruning left an empty checkpoint_00000335/ that no later start removed (issue 48,
+// item 12): the next start removes numbered checkpoint directories without DONE.
+TEST(Checkpoint, UnmarkedCheckpointsLeftByAKilledPruneAreRemovedAtTheNextStart) {
+  testing::TempDir dir;
+  const std::string checkpoints = (dir.path() / "checkpoints").string();
+  Fixture a;
+  TrainingState s;
+  s.update = 2;
+  const std::string kept = write_checkpoint(checkpoints, a.params, a.adam, s, "", "");
+  fs::create_directories(checkpoints + "/checkpoint_00000335");
+  fs::create_directories(checkpoints + "/checkpoint_00000001");
+  write_file_atomic(checkpoints + "/checkpoint_00000001/optimizer.safetensors", "what the deletion left");
+  fs::create_directories(checkpoints + "/checkpoint_notes");  // not one of ours
+  const config::CheckpointConfig keep = config::Recipe().checkpoint;
+  const RunCheckpoints run(checkpoints, keep, "", "", DataIdentity{});
+  EXPECT_FALSE(fs::exists(checkpoints + "/checkpoint_00000335"));
+  EXPECT_FALSE(fs::exists(checkpoints + "/checkpoint_00000001"));
+  EXPECT_TRUE(fs::exists(kept + "/DONE"));
+  EXPECT_TRUE(fs::exists(checkpoints + "/checkpoint_notes"));
+}
+
 TEST(Checkpoint, RetentionKeepsRecentBestAndMilestones) {
   testing::TempDir dir;
   Fixture a;

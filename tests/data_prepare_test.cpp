@@ -1,6 +1,7 @@
 // `linformer prepare` end to end on a tiny made-up corpus: outputs, reuse, --force, errors.
 
 #include "data_test_corpus.h"
+#include "linformer/core/file_lock.h"
 #include "linformer/core/fs.h"
 #include "linformer/data/prepared.h"
 #include "linformer/data/split.h"
@@ -11,8 +12,10 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <thread>
+#include <unistd.h>
 
 namespace linformer::data {
 namespace {
@@ -44,7 +47,9 @@ struct PrepareEnv {
   std::vector<std::string> leftovers() const {
     std::vector<std::string> names;
     for (const auto& e : fs::directory_iterator(dir.path()))
-      if (e.path().filename() != "corpus" && e.path().filename() != "r.toml") names.push_back(e.path().filename());
+      if (e.path().filename() != "corpus" && e.path().filename() != "r.toml" &&
+          e.path().filename() != "prepared.lock")  // the lock file stays, as a run directory's run.lock
+        names.push_back(e.path().filename());
     return names;
   }
 };
@@ -239,6 +244,37 @@ TEST(PrepareErrors, FailureKeepsThePreviousOutput) {
   EXPECT_EQ(read_file((fs::path(s.out) / "meta.json").string()), meta);
   EXPECT_NO_THROW(open_prepared(s.out));
   EXPECT_THAT(s.leftovers(), ::testing::ElementsAre("prepared"));
+}
+
+// Two prepares on one prepared directory: the second is refused at once naming the holder
+// (issue 48: both once ran and raced to install).
+TEST(PrepareErrors, ASecondPrepareOnOnePreparedDirIsRefusedWithTheHoldersPid) {
+  PrepareEnv s;
+  {
+    const FileLock held(s.out + ".lock", "test");
+    const auto r = s.prepare();
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("prepared directory '" + s.out + "' is in use by process " +
+                                    std::to_string(::getpid())));
+    EXPECT_THAT(s.leftovers(), ::testing::IsEmpty());
+  }
+  EXPECT_EQ(s.prepare().exit_code, 0);
+}
+
+// A killed prepare left <prepared_dir>.tmp.<pid>.<n> beside its output for good (issue 48, item
+// 12): the next prepare removes its own directory's leftovers, not another directory's.
+TEST(Prepare, LeftoversOfAKilledPrepareAreRemovedByTheNext) {
+  PrepareEnv s;
+  s.dir.write("prepared.tmp.4242.0/train.bin", "half");
+  s.dir.write("prepared.old.tmp.4242.1/meta.json", "{}");
+  s.dir.write("prepared.tmp.4242.2", "a temporary file");
+  s.dir.write("prepared_other.tmp.4242.0/train.bin", "another directory's");
+  const auto r = s.prepare();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("prepared.tmp.4242.0: left by a prepare that did not finish"));
+  auto names = s.leftovers();
+  std::sort(names.begin(), names.end());
+  EXPECT_THAT(names, ::testing::ElementsAre("prepared", "prepared_other.tmp.4242.0"));
 }
 
 // SIGHUP (a closed terminal) ends prepare as SIGTERM does: the output is whole or absent, and

@@ -259,6 +259,26 @@ std::vector<CheckpointInfo> list_checkpoints(const std::string& checkpoints_dir)
   return out;
 }
 
+namespace {
+// The checkpoint_<update> directories without DONE: writes rename whole checkpoints into place,
+// so only an interrupted deletion leaves one. Call under the run directory's lock.
+std::vector<std::string> remove_unmarked_checkpoints(const std::string& checkpoints_dir) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  if (!fs::is_directory(checkpoints_dir, ec)) return removed;
+  for (const auto& entry : fs::directory_iterator(checkpoints_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool numbered = name.size() >= 19 && name.rfind("checkpoint_", 0) == 0 &&
+                          std::all_of(name.begin() + 11, name.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!numbered || !entry.is_directory(ec) || fs::exists(entry.path() / "DONE", ec)) continue;
+    fs::remove_all(entry.path(), ec);
+    if (ec) LF_FAIL("cannot remove the incomplete checkpoint '{}': {}", entry.path().string(), ec.message());
+    removed.push_back(entry.path().string());
+  }
+  return removed;
+}
+}  // namespace
+
 RunCheckpoints::RunCheckpoints(std::string checkpoints_dir, const config::CheckpointConfig& keep,
                                std::string resolved_recipe, std::string tokenizer_model, DataIdentity data)
     : dir_(std::move(checkpoints_dir)),
@@ -268,6 +288,8 @@ RunCheckpoints::RunCheckpoints(std::string checkpoints_dir, const config::Checkp
       data_(std::move(data)) {
   for (const auto& name : remove_stale_temporaries(dir_))
     spdlog::info("removed {}/{}: a checkpoint that an earlier process did not finish", dir_, name);
+  for (const auto& path : remove_unmarked_checkpoints(dir_))
+    spdlog::info("removed {}: a checkpoint without DONE, left by a process killed while deleting it", path);
 }
 
 void RunCheckpoints::write(const Parameters& params, const AdamW& optimizer, TrainingState state,
@@ -289,7 +311,10 @@ void prune_checkpoints(const std::string& checkpoints_dir, const config::Checkpo
     const int64_t u = all[i].update;
     if (keep.keep_best && u == best_update) continue;
     if (keep.milestone_every > 0 && u % keep.milestone_every == 0) continue;
+    // DONE first: a kill during the deletion leaves an unmarked directory (removed at the next
+    // start), never a marked one missing files.
     std::error_code ec;
+    fs::remove(fs::path(all[i].path) / "DONE", ec);
     fs::remove_all(all[i].path, ec);
   }
 }
