@@ -233,6 +233,20 @@ TEST(CorpusErrors, MissingFileOrDirectory) {
   EXPECT_THAT(error_of(inputs({(dir.path() / "empty").string()})), HasSubstr("contains no files"));
 }
 
+// A corpus directory holding `loop -> ..` escaped as "[critical] unexpected error" (issue 48,
+// item 13): a directory reached twice is refused naming the link; links elsewhere are followed.
+TEST(CorpusErrors, ASymbolicLinkLoopIsRefusedNamingTheLink) {
+  TempDir dir;
+  const std::string corpus = (dir.path() / "corpus").string();
+  dir.write("corpus/a.txt", "one sentence.\n");
+  dir.write("elsewhere/b.txt", "another sentence.\n");
+  std::filesystem::create_directory_symlink("../elsewhere", corpus + "/linked");
+  EXPECT_EQ(list_corpus_files({corpus}, CorpusFormat::automatic).size(), 2u);
+  std::filesystem::create_directory_symlink("..", corpus + "/loop");
+  EXPECT_THAT(error_of(inputs({corpus})), HasSubstr("corpus directory '" + corpus + "': '" + corpus + "/loop"));
+  EXPECT_THAT(error_of(inputs({corpus})), HasSubstr("leads to a directory read already"));
+}
+
 TEST(CorpusErrors, UnreadableFile) {
   if (::geteuid() == 0) GTEST_SKIP() << "root reads any file";
   TempDir dir;

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <filesystem>
 #include <iostream>
 
 namespace {
@@ -84,6 +85,11 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   } catch (const linformer::Error& e) {
     spdlog::error("{}", e.what());
+    end_after_error();
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A file-system failure no check above explained: still the user's file, named.
+    spdlog::error("{}{}: {}", e.path1().string(), e.path2().empty() ? "" : " -> " + e.path2().string(),
+                  e.code().message());
     end_after_error();
   } catch (const std::exception& e) {
     spdlog::critical("unexpected error: {}", e.what());
