@@ -317,6 +317,20 @@ TEST(RecipeErrors, ADecayingScheduleNeedsTrainMaxUpdates) {
   EXPECT_THAT(load_error(path, {"train.max_updates=0"}), ::testing::Not(HasSubstr("decays")));
 }
 
+// finetune.labels = ["info", "info", "fiction"] built a class without documents, and one label
+// failed on an internal check after the run directory was written (issue 48, item 11).
+TEST(RecipeErrors, FinetuneLabelsAreDistinctAndAtLeastTwo) {
+  TempDir dir;
+  const std::string path = dir.write("r.toml", "");
+  EXPECT_THAT(load_error(path, {"finetune.labels=[\"info\", \"info\", \"fiction\"]"}),
+              HasSubstr("finetune.labels names \"info\" twice"));
+  EXPECT_THAT(load_error(path, {"finetune.labels=[\"info\"]"}),
+              HasSubstr("finetune.labels = [\"info\"] names one label: classification needs at least two"));
+  EXPECT_THAT(load_error(path, {"finetune.labels=[\"info\", \"\"]"}), HasSubstr("finetune.labels: label 2 is an empty string"));
+  EXPECT_NO_THROW(load_recipe(path, {"finetune.labels=[\"info\", \"fiction\"]"}));
+  EXPECT_NO_THROW(load_recipe(path, {"finetune.labels=[]"}));
+}
+
 // ---- the declarations themselves ----------------------------------------------------
 
 TEST(RecipeOptions, EveryOptionHasAUniqueKeyAndHelp) {

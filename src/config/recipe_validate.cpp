@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 namespace linformer::config {
 
@@ -81,6 +82,19 @@ std::vector<std::string> validate_recipe(const Recipe& r) {
     if (t.max_updates > 0 && t.short_seq_updates >= t.max_updates)
       fail("train.short_seq_updates = {} leaves no update of train.max_updates = {} on blocks of data.seq_len",
            t.short_seq_updates, t.max_updates);
+  }
+
+  // A head of one class, or two ids for one label, trains nothing meaningful.
+  const std::vector<std::string>& labels = r.finetune.labels;
+  if (labels.size() == 1)
+    fail("finetune.labels = [\"{}\"] names one label: classification needs at least two (or leave it empty for the "
+         "training file's labels)",
+         labels[0]);
+  std::set<std::string> seen;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i].empty()) fail("finetune.labels: label {} is an empty string", i + 1);
+    else if (!seen.insert(labels[i]).second)
+      fail("finetune.labels names \"{}\" twice: each label once, in id order", labels[i]);
   }
 
   if (r.optim.end_lr > r.optim.lr)
