@@ -90,6 +90,19 @@ TEST(Corpus, WikiExtractorDocs) {
                           ElementsAre("Autism", "Autism is a neurodevelopmental condition.")));
 }
 
+// An unclosed <doc> was merged silently into the next document (issue 48, item 15): it ends at
+// the next <doc>, with a warning naming the file and both lines.
+TEST(Corpus, AnUnclosedWikiExtractorDocEndsAtTheNextWithAWarning) {
+  TempDir dir;
+  const std::string path = dir.write("wiki_unclosed", "<doc id=\"1\" title=\"A\">\nA\nFirst text.\n\n"
+                                                      "<doc id=\"2\" title=\"B\">\nB\nSecond text.\n</doc>\n"
+                                                      "<doc id=\"3\" title=\"C\">\nC\n</doc>\n");
+  testing::LogCapture log;
+  EXPECT_THAT(read_all(inputs({path})), ElementsAre(ElementsAre("A", "First text."), ElementsAre("B", "Second text."),
+                                                    ElementsAre("C")));
+  EXPECT_THAT(log.text(), HasSubstr(path + ":5: the <doc> opened at " + path + ":1 has no </doc> before this <doc>"));
+}
+
 TEST(Corpus, JsonLinesSplitTextIntoSentencesAndSkipEmptyDocuments) {
   EXPECT_THAT(read_all(inputs({kFixtures + "docs.jsonl"})),
               ElementsAre(ElementsAre("Hello world.", "Second paragraph.", "Third one."),
