@@ -95,6 +95,11 @@ TEST(Cli, BusyCpusAreReadFromTwoReadingsOfProcStat) {
 TEST(Cli, UsageErrorsExitWithTwo) {
   EXPECT_EQ(run_linformer("").exit_code, 2);
   EXPECT_EQ(run_linformer("frobnicate").exit_code, 2);
+  // The unknown word named (it once said only "A subcommand is required"), a likely one suggested.
+  EXPECT_THAT(run_linformer("--log-level warn frobnicate").output, HasSubstr("unknown command 'frobnicate'"));
+  const auto typo = run_linformer("trian --recipe recipes/ci/tiny.toml");
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_THAT(typo.output, HasSubstr("unknown command 'trian' (did you mean 'train'?)"));
   EXPECT_EQ(run_linformer("train").exit_code, 2);  // --recipe is required
   EXPECT_EQ(run_linformer("train --recipe does/not/exist.toml").exit_code, 2);
   const auto r = run_linformer("--log-level loud options");

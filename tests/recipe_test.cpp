@@ -258,6 +258,12 @@ TEST(RecipeErrors, BadOverrides) {
   EXPECT_THAT(load_error(path, {"model.layers=abc"}),
               HasSubstr("--set model.layers=abc: model.layers: expected an integer, got string \"abc\""));
   EXPECT_THAT(load_error(path, {"model.layers=-2"}), HasSubstr("model.layers = -2 is out of range"));
+  // Numbers TOML cannot hold are out of range, not strings (it once said "got string").
+  for (const std::string value : {"1e400", "-1e400", "99999999999999999999"}) {
+    const std::string e = load_error(path, {"train.max_minutes=" + value});
+    EXPECT_THAT(e, HasSubstr("--set train.max_minutes=" + value + ": " + value + " is out of range")) << value;
+    EXPECT_THAT(e, ::testing::Not(HasSubstr("string"))) << value;
+  }
 }
 
 TEST(RecipeErrors, InconsistentCombinations) {

@@ -319,6 +319,20 @@ TEST_F(Reliability, AModelThatCannotFitIsRefusedBeforeAllocating) {
   EXPECT_THAT(r.output, HasSubstr("the batch size (100000000, --batch-size or the recipe's)"));
 }
 
+// Under an address-space limit (ulimit -v, prlimit --as) a model that fits MemAvailable passed
+// the estimate and failed on an internal arena check (issue 48, item 17): the estimate takes the
+// smallest of every limit and names the one that binds. Here 2 layers of 2 × 32 × 10^6 weights,
+// four copies of each in training: about 1.9 GiB, over a 1.4 GiB address space.
+TEST_F(Reliability, TheMemoryEstimateHonoursTheAddressSpaceLimit) {
+  TempDir runs;
+  const auto r = testing::run_command("ulimit -v 1500000 && " + kBinary + " train --recipe " + recipe_ +
+                                      " --run-dir " + (runs.path() / "run").string() +
+                                      " --set model.ffn_dim=1000000");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("training needs about"));
+  EXPECT_THAT(r.output, HasSubstr("available (the room under the address-space limit (RLIMIT_AS, ulimit -v: 1.4 GiB))"));
+}
+
 TEST_F(Reliability, EvalAndFillMaskRefuseMeaninglessRequests) {
   TempDir runs;
   const std::string run = (runs.path() / "run").string();
