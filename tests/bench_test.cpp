@@ -236,5 +236,29 @@ TEST(BenchAttention, CellsOverTheBudgetOrTheTimeLimitAreReportedNotRun) {
   EXPECT_THAT(r.output, HasSubstr("unknown unit 'parsecs'"));
 }
 
+// --lengths 2147483648 became n = -2147483648, 5000000000 became n = 705,032,704, and 2147483647
+// tried to allocate 256 GiB despite the 16 GiB budget (issue 48, item 8): lengths beyond 32 bits
+// are usage errors naming the option; one within them but beyond the budget is reported, not run.
+TEST(BenchAttention, HugeLengthsAreRefusedOrReportedOverTheBudget) {
+  for (const std::string n : {"2147483648", "5000000000", "99999999999999999999"}) {
+    const auto r = testing::run_linformer("bench attention --recipe recipes/ci/tiny.toml --lengths " + n + " --ks 16");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("--lengths: " + n + " is more than 2147483647")) << n;
+  }
+  testing::TempDir dir;
+  const std::string csv = (dir.path() / "attention.csv").string();
+  const auto r = testing::run_linformer("bench attention --recipe recipes/ci/tiny.toml --lengths 2147483647 --ks 16 --csv " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto cells = read_cells(read_file(csv));
+  ASSERT_EQ(cells.size(), 2u);
+  for (const auto& [key, row] : cells) {
+    EXPECT_EQ(row.at("n"), "2147483647");
+    EXPECT_EQ(row.at("status"), "over memory budget") << key.second;
+    EXPECT_EQ(row.at("max_batch"), "0");
+    // At least the hidden states alone: n × d floats per layer (d = 32, 2 layers) > 16 GiB.
+    EXPECT_GT(std::stod(row.at("bytes_per_sequence")), 2147483647.0 * 32 * 2 * 4);
+  }
+}
+
 }  // namespace
 }  // namespace linformer

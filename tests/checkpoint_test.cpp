@@ -1,5 +1,6 @@
 #include "linformer/core/fs.h"
 #include "linformer/train/checkpoint.h"
+#include "linformer/train/resume_plan.h"
 #include "model_test_util.h"
 #include "test_util.h"
 
@@ -117,6 +118,7 @@ TEST(Checkpoint, StateFieldsOfTheWrongTypeAreRefused) {
     nlohmann::json state = good;
     damage(state);
     write_file_atomic(path + "/state.json", state.dump());
+    write_file_atomic(path + "/DONE", "complete\n");  // an older checkpoint's DONE: state.json read unchecked
     try {
       read_checkpoint(path, a.params, nullptr);
     } catch (const Error& e) {
@@ -136,6 +138,73 @@ TEST(Checkpoint, StateFieldsOfTheWrongTypeAreRefused) {
               HasSubstr("validations_since_best = 4294967296 is not an integer"));
   EXPECT_THAT(refusal([](nlohmann::json& j) { j["state"]["tokens"] = "12"; }), HasSubstr("state.tokens = \"12\""));
   EXPECT_EQ(refusal([](nlohmann::json&) {}), "(read without an error)");
+}
+
+// DONE records state.json's crc32 (issue 48, item 6): an edited data position was accepted and
+// the run continued from it. --resume auto passes over such a checkpoint as over other damage;
+// a checkpoint written before the seal (DONE = "complete") is still read, with a warning.
+TEST(Checkpoint, AnEditedStateJsonIsRefusedAndResumeAutoPassesOverIt) {
+  testing::TempDir dir;
+  const std::string run = dir.path().string();
+  Fixture a;
+  TrainingState s;
+  s.update = 4;
+  s.position = 399;
+  const std::string older = write_checkpoint(run + "/checkpoints", a.params, a.adam, s, "", "");
+  s.update = 8;
+  const std::string newer = write_checkpoint(run + "/checkpoints", a.params, a.adam, s, "", "");
+  const std::string state_path = newer + "/state.json";
+  const std::string genuine = read_file(state_path);
+  std::string edited = genuine;
+  const size_t at = edited.find("\"position\": 399");
+  ASSERT_NE(at, std::string::npos);
+  edited.replace(at, 15, "\"position\": 1399");
+  write_file_atomic(state_path, edited);
+  for (const auto& refused : std::vector<std::function<void()>>{
+           [&] { verify_checkpoint(newer); }, [&] { peek_checkpoint_state(newer); },
+           [&] { read_checkpoint(newer, a.params, nullptr); }}) {
+    try {
+      refused();
+      ADD_FAILURE() << "an edited state.json was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(state_path + ": checksum mismatch"));
+    }
+  }
+  ResumeRequest auto_resume;
+  auto_resume.resume = "auto";
+  EXPECT_EQ(plan_resume(auto_resume, run).checkpoint, older);
+
+  // A DONE that is not a marker is damage too; an older checkpoint's DONE reads with a warning.
+  write_file_atomic(state_path, genuine);
+  write_file_atomic(newer + "/DONE", "complete\nstate.json crc32 zz\n");
+  EXPECT_THROW(verify_checkpoint(newer), Error);
+  EXPECT_EQ(plan_resume(auto_resume, run).checkpoint, older);
+  write_file_atomic(newer + "/DONE", "complete\n");
+  testing::LogCapture log;
+  EXPECT_EQ(plan_resume(auto_resume, run).checkpoint, newer);
+  EXPECT_EQ(peek_checkpoint_state(newer).position, 399u);
+  EXPECT_THAT(log.text(), HasSubstr(state_path + " has no checksum"));
+}
+
+// A kill while pruning left an empty checkpoint_00000335/ that no later start removed (issue 48,
+// item 12): the next start removes numbered checkpoint directories without DONE.
+TEST(Checkpoint, UnmarkedCheckpointsLeftByAKilledPruneAreRemovedAtTheNextStart) {
+  testing::TempDir dir;
+  const std::string checkpoints = (dir.path() / "checkpoints").string();
+  Fixture a;
+  TrainingState s;
+  s.update = 2;
+  const std::string kept = write_checkpoint(checkpoints, a.params, a.adam, s, "", "");
+  fs::create_directories(checkpoints + "/checkpoint_00000335");
+  fs::create_directories(checkpoints + "/checkpoint_00000001");
+  write_file_atomic(checkpoints + "/checkpoint_00000001/optimizer.safetensors", "what the deletion left");
+  fs::create_directories(checkpoints + "/checkpoint_notes");  // not one of ours
+  const config::CheckpointConfig keep = config::Recipe().checkpoint;
+  const RunCheckpoints run(checkpoints, keep, "", "", DataIdentity{});
+  EXPECT_FALSE(fs::exists(checkpoints + "/checkpoint_00000335"));
+  EXPECT_FALSE(fs::exists(checkpoints + "/checkpoint_00000001"));
+  EXPECT_TRUE(fs::exists(kept + "/DONE"));
+  EXPECT_TRUE(fs::exists(checkpoints + "/checkpoint_notes"));
 }
 
 TEST(Checkpoint, RetentionKeepsRecentBestAndMilestones) {

@@ -90,6 +90,19 @@ TEST(Corpus, WikiExtractorDocs) {
                           ElementsAre("Autism", "Autism is a neurodevelopmental condition.")));
 }
 
+// An unclosed <doc> was merged silently into the next document (issue 48, item 15): it ends at
+// the next <doc>, with a warning naming the file and both lines.
+TEST(Corpus, AnUnclosedWikiExtractorDocEndsAtTheNextWithAWarning) {
+  TempDir dir;
+  const std::string path = dir.write("wiki_unclosed", "<doc id=\"1\" title=\"A\">\nA\nFirst text.\n\n"
+                                                      "<doc id=\"2\" title=\"B\">\nB\nSecond text.\n</doc>\n"
+                                                      "<doc id=\"3\" title=\"C\">\nC\n</doc>\n");
+  testing::LogCapture log;
+  EXPECT_THAT(read_all(inputs({path})), ElementsAre(ElementsAre("A", "First text."), ElementsAre("B", "Second text."),
+                                                    ElementsAre("C")));
+  EXPECT_THAT(log.text(), HasSubstr(path + ":5: the <doc> opened at " + path + ":1 has no </doc> before this <doc>"));
+}
+
 TEST(Corpus, JsonLinesSplitTextIntoSentencesAndSkipEmptyDocuments) {
   EXPECT_THAT(read_all(inputs({kFixtures + "docs.jsonl"})),
               ElementsAre(ElementsAre("Hello world.", "Second paragraph.", "Third one."),
@@ -231,6 +244,20 @@ TEST(CorpusErrors, MissingFileOrDirectory) {
   TempDir dir;
   std::filesystem::create_directories(dir.path() / "empty");
   EXPECT_THAT(error_of(inputs({(dir.path() / "empty").string()})), HasSubstr("contains no files"));
+}
+
+// A corpus directory holding `loop -> ..` escaped as "[critical] unexpected error" (issue 48,
+// item 13): a directory reached twice is refused naming the link; links elsewhere are followed.
+TEST(CorpusErrors, ASymbolicLinkLoopIsRefusedNamingTheLink) {
+  TempDir dir;
+  const std::string corpus = (dir.path() / "corpus").string();
+  dir.write("corpus/a.txt", "one sentence.\n");
+  dir.write("elsewhere/b.txt", "another sentence.\n");
+  std::filesystem::create_directory_symlink("../elsewhere", corpus + "/linked");
+  EXPECT_EQ(list_corpus_files({corpus}, CorpusFormat::automatic).size(), 2u);
+  std::filesystem::create_directory_symlink("..", corpus + "/loop");
+  EXPECT_THAT(error_of(inputs({corpus})), HasSubstr("corpus directory '" + corpus + "': '" + corpus + "/loop"));
+  EXPECT_THAT(error_of(inputs({corpus})), HasSubstr("leads to a directory read already"));
 }
 
 TEST(CorpusErrors, UnreadableFile) {

@@ -9,6 +9,7 @@
 
 #include <gmock/gmock.h>
 
+#include <functional>
 #include <set>
 
 namespace linformer::data {
@@ -109,8 +110,44 @@ TEST(Labelled, LabelsOutsideTheTrainingFilesAreRefused) {
     read_labelled_file(path, tokenizer(), {"text", "label", 512}, {"a", "b"});
     FAIL() << "accepted an unknown label";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr(path + ": document 1 has the label 'c', which the training file does not have (its labels: a, b)"));
+    // The list may be the recipe's (finetune.labels): the message blames no file for it.
+    EXPECT_THAT(e.what(), HasSubstr(path + ": document 1 has the label 'c', not one of the run's labels (a, b: "
+                                           "finetune.labels, or the training file's when finetune.labels is empty)"));
   }
+}
+
+// Empty texts were trained on (a document of <s> alone) and `classify` labelled an empty file
+// (issue 48, item 16): each is refused naming the file (and line).
+TEST(Labelled, EmptyTextsAreRefusedNamingFileAndLine) {
+  testing::TempDir dir;
+  const LabelledFileOptions options{"text", "label", 512};
+  const auto error_of = [&](const std::function<void()>& read) -> std::string {
+    try {
+      read();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const std::string jsonl = dir.write("t.jsonl", "{\"text\": \"ka lo\", \"label\": \"a\"}\n"
+                                                 "{\"text\": \"\", \"label\": \"b\"}\n");
+  EXPECT_THAT(error_of([&] { read_labelled_file(jsonl, tokenizer(), options); }),
+              HasSubstr(jsonl + ":2: the text (field \"text\") is empty"));
+  const std::string blank = dir.write("blank.jsonl", "{\"text\": \" \\n \", \"label\": \"b\"}\n");
+  EXPECT_THAT(error_of([&] { read_labelled_file(blank, tokenizer(), options, {"a", "b"}); }),
+              HasSubstr(blank + ":1: the text (field \"text\") is empty"));
+  dir.write("folders/a/1.txt", "ka lo\n");
+  const std::string empty_file = dir.write("folders/b/2.txt", "\n\n");
+  EXPECT_THAT(error_of([&] { read_labelled_file((dir.path() / "folders").string(), tokenizer(), options); }),
+              HasSubstr(empty_file + ": the document is empty"));
+  std::vector<std::string> sources;
+  const std::string nothing = dir.write("nothing.txt", "");
+  EXPECT_THAT(error_of([&] { read_documents_to_classify({nothing}, tokenizer(), options, sources); }),
+              HasSubstr(nothing + ": the document is empty"));
+  EXPECT_THAT(error_of([&] { read_documents_to_classify({jsonl}, tokenizer(), options, sources); }),
+              HasSubstr(jsonl + ":2: the text (field \"text\") is empty"));
+  EXPECT_THAT(error_of([&] { read_documents_to_classify({dir.write("none.jsonl", "\n")}, tokenizer(), options, sources); }),
+              HasSubstr("no documents to classify"));
 }
 
 }  // namespace

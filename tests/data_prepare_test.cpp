@@ -3,6 +3,7 @@
 #include "data_test_corpus.h"
 #include "linformer/config/recipe_loader.h"
 #include "linformer/core/check.h"
+#include "linformer/core/file_lock.h"
 #include "linformer/core/fs.h"
 #include "linformer/data/prepare.h"
 #include "linformer/data/prepare_memory.h"
@@ -15,8 +16,10 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <thread>
+#include <unistd.h>
 
 namespace linformer::data {
 namespace {
@@ -48,7 +51,9 @@ struct PrepareEnv {
   std::vector<std::string> leftovers() const {
     std::vector<std::string> names;
     for (const auto& e : fs::directory_iterator(dir.path()))
-      if (e.path().filename() != "corpus" && e.path().filename() != "r.toml") names.push_back(e.path().filename());
+      if (e.path().filename() != "corpus" && e.path().filename() != "r.toml" &&
+          e.path().filename() != "prepared.lock")  // the lock file stays, as a run directory's run.lock
+        names.push_back(e.path().filename());
     return names;
   }
 };
@@ -310,6 +315,58 @@ TEST(PrepareErrors, FailureKeepsThePreviousOutput) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(read_file((fs::path(s.out) / "meta.json").string()), meta);
   EXPECT_NO_THROW(open_prepared(s.out));
+  EXPECT_THAT(s.leftovers(), ::testing::ElementsAre("prepared"));
+}
+
+// Two prepares on one prepared directory: the second is refused at once naming the holder
+// (issue 48: both once ran and raced to install).
+TEST(PrepareErrors, ASecondPrepareOnOnePreparedDirIsRefusedWithTheHoldersPid) {
+  PrepareEnv s;
+  {
+    const FileLock held(s.out + ".lock", "test");
+    const auto r = s.prepare();
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("prepared directory '" + s.out + "' is in use by process " +
+                                    std::to_string(::getpid())));
+    EXPECT_THAT(s.leftovers(), ::testing::IsEmpty());
+  }
+  EXPECT_EQ(s.prepare().exit_code, 0);
+}
+
+// A killed prepare left <prepared_dir>.tmp.<pid>.<n> beside its output for good (issue 48, item
+// 12): the next prepare removes its own directory's leftovers, not another directory's.
+TEST(Prepare, LeftoversOfAKilledPrepareAreRemovedByTheNext) {
+  PrepareEnv s;
+  s.dir.write("prepared.tmp.4242.0/train.bin", "half");
+  s.dir.write("prepared.old.tmp.4242.1/meta.json", "{}");
+  s.dir.write("prepared.tmp.4242.2", "a temporary file");
+  s.dir.write("prepared_other.tmp.4242.0/train.bin", "another directory's");
+  const auto r = s.prepare();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("prepared.tmp.4242.0: left by a prepare that did not finish"));
+  auto names = s.leftovers();
+  std::sort(names.begin(), names.end());
+  EXPECT_THAT(names, ::testing::ElementsAre("prepared", "prepared_other.tmp.4242.0"));
+}
+
+// SIGHUP (a closed terminal) ends prepare as SIGTERM does: the output is whole or absent, and
+// the next prepare finishes the job (issue 48, item 14). The corpus is a pipe that stalls
+// halfway, so the signal arrives while prepare reads.
+TEST(PrepareErrors, SighupLeavesNothingHalfWritten) {
+  PrepareEnv s;
+  const std::string pipe = (s.dir.path() / "corpus" / "stalled.txt").string();
+  const std::string text = testing::synthetic_text(kDocs, kSentencesPerDoc, 3);
+  s.dir.write("corpus/stalled.source", text.substr(0, text.size() / 2));
+  const auto r = testing::run_command(
+      "mkfifo '" + pipe + "' && cd '" LINFORMER_SOURCE_DIR "' && { { cat '" + pipe.substr(0, pipe.size() - 4) +
+      ".source'; exec sleep 30; } > '" + pipe + "' 2>/dev/null & writer=$!; '" LINFORMER_BINARY "' prepare --recipe " + s.recipe +
+      " --set 'data.corpus=[\"" + pipe + "\"]' & pid=$!; sleep 1; kill -HUP $pid; wait $pid; echo exit=$?; "
+      "kill $writer; }");
+  EXPECT_THAT(r.output, HasSubstr("exit=129")) << r.output;  // ended by the signal, not finished
+  EXPECT_THAT(s.leftovers(), Not(::testing::Contains("prepared")));
+  fs::remove(pipe);
+  fs::remove(s.dir.path() / "corpus" / "stalled.source");
+  ASSERT_EQ(s.prepare().exit_code, 0);
   EXPECT_THAT(s.leftovers(), ::testing::ElementsAre("prepared"));
 }
 

@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <cstring>
 #include <filesystem>
 
 namespace linformer::data {
@@ -106,6 +108,28 @@ TEST(Shard, ClearErrorsForEachKindOfDamage) {
   EXPECT_THAT(open_error(dir.write("a.bin", tokens_flipped)), HasSubstr("is corrupt: checksum"));
   EXPECT_THAT(open_error(dir.write("b.bin", good.substr(0, good.size() - 8))), HasSubstr("truncated or corrupt"));
   EXPECT_THAT(open_error(dir.write("c.bin", "short")), HasSubstr("too short"));
+  // A forged header: each message names the number that disagrees with the file (one once said
+  // "is 4805912 bytes but its header describes 4805912").
+  const auto forged = [&](size_t offset, uint64_t value) {
+    std::string bytes = good;
+    std::memcpy(&bytes[offset], &value, sizeof value);
+    return open_error(dir.write("forged.bin", bytes));
+  };
+  ShardHeader h;
+  std::memcpy(&h, good.data(), sizeof h);
+  const size_t size = good.size();
+  EXPECT_THAT(forged(offsetof(ShardHeader, file_bytes), size + 8),
+              HasSubstr("is " + std::to_string(size) + " bytes but its header gives the file size as " +
+                        std::to_string(size + 8)));
+  EXPECT_THAT(forged(offsetof(ShardHeader, token_count), uint64_t{1} << 62),
+              HasSubstr("its header counts 4611686018427387904 tokens of 2 bytes, more than the file's " +
+                        std::to_string(size) + " bytes hold"));
+  EXPECT_THAT(forged(offsetof(ShardHeader, document_count), size),
+              HasSubstr("its header counts " + std::to_string(size) + " documents, more than the file's"));
+  EXPECT_THAT(forged(offsetof(ShardHeader, token_count), h.token_count - 8),
+              HasSubstr("but the " + std::to_string(h.token_count - 8) + " tokens and " +
+                        std::to_string(h.document_count) + " documents its header counts take " +
+                        std::to_string(size - 16)));
   std::string magic = good;
   magic[0] = 'X';
   EXPECT_THAT(open_error(dir.write("d.bin", magic)), HasSubstr("not a token shard"));

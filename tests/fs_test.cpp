@@ -12,6 +12,8 @@ namespace linformer {
 namespace {
 
 using testing::TempDir;
+using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 TEST(Fs, WriteAtomicCreatesAndReplacesWithoutLeftovers) {
@@ -60,6 +62,27 @@ TEST(Logging, FileSinkAppendsToTheRunLog) {
   EXPECT_EQ(text.find("below the level"), std::string::npos);
   EXPECT_THROW(parse_log_level("loud"), Error);
   EXPECT_EQ(parse_log_level("off"), spdlog::level::off);
+}
+
+// --log-level warn or off left train.log empty (issue 48, item 10): the option is the console's;
+// a run log keeps info lines whatever it says.
+TEST(Logging, TheConsoleLevelDoesNotQuietTheRunLog) {
+  TempDir dir;
+  for (const auto console : {spdlog::level::warn, spdlog::level::off}) {
+    const std::string log = (dir.path() / fmt::format("train_{}.log", static_cast<int>(console))).string();
+    init_logging(console);
+    log_to_file(log);
+    ::testing::internal::CaptureStderr();
+    spdlog::info("an info line for the file");
+    spdlog::debug("a debug line for neither");
+    spdlog::default_logger()->flush();
+    const std::string console_text = ::testing::internal::GetCapturedStderr();
+    const std::string text = read_file(log);
+    EXPECT_THAT(text, HasSubstr("[info] an info line for the file")) << console;
+    EXPECT_THAT(text, Not(HasSubstr("a debug line"))) << console;
+    EXPECT_THAT(console_text, Not(HasSubstr("an info line"))) << console;
+  }
+  init_logging(spdlog::level::info);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <sstream>
 
 namespace linformer {
@@ -75,6 +76,21 @@ TEST(MetricsLog, OlderCsvGetsTodaysColumnsByName) {
   EXPECT_EQ(csv[1], "train,10,4096,0,0.001,6.5,665.14,0.1,1.2,,,,9000.0,4.50");
   EXPECT_EQ(csv[2].rfind("valid,20,", 0), 0u);
   EXPECT_NE(csv[2].find(",940.5000,"), std::string::npos) << csv[2];
+}
+
+// A run directory whose metrics.csv is a directory escaped as "[critical] unexpected error"
+// (issue 48, item 13): the error names the path and what it is.
+TEST(MetricsLog, AMetricsPathThatIsADirectoryIsRefusedNamingIt) {
+  for (const char* name : {"metrics.csv", "metrics.jsonl"}) {
+    testing::TempDir dir;
+    std::filesystem::create_directories(dir.path() / name / "inside");
+    try {
+      MetricsLog log(dir.path().string(), 0);
+      ADD_FAILURE() << "accepted a directory as " << name;
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr((dir.path() / name).string() + " is a directory, not a file"));
+    }
+  }
 }
 
 TEST(MetricsLog, RefusesAForeignCsv) {

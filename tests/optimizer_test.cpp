@@ -168,6 +168,18 @@ TEST(LrSchedule, WarmupThenEachDecay) {
   EXPECT_DOUBLE_EQ(learning_rate(o, 110, 1), 1.0);
 }
 
+// config::needs_length() (the recipe validator's list) names exactly the schedules whose rate
+// after the warm-up depends on train.max_updates.
+TEST(LrSchedule, NeedsLengthNamesTheSchedulesThatReadMaxUpdates) {
+  config::OptimConfig o = optim_config();
+  o.warmup_updates = 10;
+  for (const auto& [schedule, name] : enum_names(config::LrSchedule{})) {
+    o.schedule = schedule;
+    const bool reads_length = learning_rate(o, 0, 20) != learning_rate(o, 1000, 20);
+    EXPECT_EQ(config::needs_length(schedule), reads_length) << name;
+  }
+}
+
 // N AdamW steps on one batch against the PyTorch reference's own AdamW loop.
 TEST(AdamW, StepsMatchThePyTorchReference) {
   const ModelSpec spec = testing::tiny_spec({{"sharing", "kv"}});

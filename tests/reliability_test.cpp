@@ -149,6 +149,36 @@ TEST_F(Reliability, SigtermThenTheHintedCommandEqualsAnUninterruptedRun) {
   EXPECT_EQ(final_weights(run), final_weights(straight));
 }
 
+// Closing the terminal or SSH session sends SIGHUP and closes the console: the run must end as
+// after SIGTERM (a checkpoint and the hint, exit 0), its console writes after the hang-up not
+// killing it (SIGPIPE), and continue to the uninterrupted run's rows (issue 48, item 14).
+TEST_F(Reliability, SighupIsHandledLikeSigtermEvenWithTheConsoleGone) {
+  TempDir runs;
+  const std::vector<std::string> settings = {"train.max_updates=200", "validation.every=40", "logging.every=1",
+                                             "checkpoint.every=0"};
+  const std::string straight = (runs.path() / "straight").string();
+  train(straight, settings);
+  const std::string run = (runs.path() / "run").string();
+  std::string command = kBinary + " train --recipe " + recipe_ + " --run-dir " + run;
+  for (const auto& s : settings) command += " --set " + s;
+  const std::string console = (runs.path() / "console").string();
+  const auto r = testing::run_command(
+      "mkfifo " + console + " && { cat " + console + " >/dev/null & reader=$!; " + command + " >" + console +
+      " 2>&1 & pid=$!; for i in $(seq 1200); do grep -q 'update 20/' " + run +
+      "/train.log 2>/dev/null && break; sleep 0.01; done; kill -HUP $pid; sleep 0.2; kill $reader; wait $pid; "
+      "echo exit=$?; }");
+  EXPECT_THAT(r.output, HasSubstr("exit=0"));
+  const std::string log = read_file(run + "/train.log");
+  ASSERT_THAT(log, HasSubstr("SIGHUP")) << "the run ended before the signal";
+  EXPECT_THAT(log, HasSubstr("--resume auto"));
+  const auto stopped = list_checkpoints(run + "/checkpoints");
+  ASSERT_EQ(stopped.size(), 1u);
+  EXPECT_LT(stopped[0].update, 200);
+  train(run, settings, "auto");
+  EXPECT_EQ(metric_rows(run), metric_rows(straight));
+  EXPECT_EQ(final_weights(run), final_weights(straight));
+}
+
 // SIGKILL gives no warning: killed at eight moments (in updates, metrics rows, validations and
 // checkpoint writes alike), each time continued with --resume auto, the run ends with the rows
 // and weights of a run never killed.
@@ -287,6 +317,20 @@ TEST_F(Reliability, AModelThatCannotFitIsRefusedBeforeAllocating) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("evaluation needs about"));
   EXPECT_THAT(r.output, HasSubstr("the batch size (100000000, --batch-size or the recipe's)"));
+}
+
+// Under an address-space limit (ulimit -v, prlimit --as) a model that fits MemAvailable passed
+// the estimate and failed on an internal arena check (issue 48, item 17): the estimate takes the
+// smallest of every limit and names the one that binds. Here 2 layers of 2 × 32 × 10^6 weights,
+// four copies of each in training: about 1.9 GiB, over a 1.4 GiB address space.
+TEST_F(Reliability, TheMemoryEstimateHonoursTheAddressSpaceLimit) {
+  TempDir runs;
+  const auto r = testing::run_command("ulimit -v 1500000 && " + kBinary + " train --recipe " + recipe_ +
+                                      " --run-dir " + (runs.path() / "run").string() +
+                                      " --set model.ffn_dim=1000000");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("training needs about"));
+  EXPECT_THAT(r.output, HasSubstr("available (the room under the address-space limit (RLIMIT_AS, ulimit -v: 1.4 GiB))"));
 }
 
 TEST_F(Reliability, EvalAndFillMaskRefuseMeaninglessRequests) {

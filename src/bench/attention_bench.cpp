@@ -63,6 +63,14 @@ ModelSpec cell_spec(const ModelSpec& base, int64_t n, int64_t k) {
   return spec;
 }
 
+// A lower bound of one sequence's activation bytes, in floating point: the hidden states (n × d
+// per layer) and the attention scores (n × k, or n × n, per head). Beyond 1 PiB no budget is met
+// and the planner's integer sizes could overflow, so such a cell is refused on this bound alone.
+double activation_bytes_lower_bound(const ModelSpec& spec, int64_t n, int64_t k) {
+  const auto N = static_cast<double>(n);
+  return sizeof(float) * (N * spec.d_model * spec.layers + N * static_cast<double>(k ? k : n) * spec.heads);
+}
+
 // Sizes, and (when it fits the budget and the time limit) times, one cell. `rate` is the
 // GFLOP/s the previous cell of this kind reached: the time estimate before running.
 AttentionCell run_cell(const ModelSpec& base, int64_t n, int64_t k, const AttentionBenchOptions& o, double& rate) {
@@ -70,6 +78,12 @@ AttentionCell run_cell(const ModelSpec& base, int64_t n, int64_t k, const Attent
   cell.n = n;
   cell.k = k;
   const ModelSpec spec = cell_spec(base, n, k);
+  const double at_least = activation_bytes_lower_bound(spec, n, k);
+  if (at_least > std::min(static_cast<double>(o.memory_budget_bytes), 0x1p50)) {
+    cell.bytes_per_sequence = static_cast<size_t>(std::min(at_least, 0x1p62));
+    cell.status = CellStatus::over_memory_budget;
+    return cell;
+  }
   const auto use = WorkspaceUse::inference;
   const size_t one = MlmModel::planned_activation_bytes(spec, 1, 1, use);
   const size_t two = MlmModel::planned_activation_bytes(spec, 2, 2, use);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <limits>
 #include <memory>
 
 namespace linformer::cli {
@@ -66,8 +67,10 @@ void add_bench_command(CLI::App& app) {
       "attention, inference only, for each n and k < n: time and activation memory per sequence, speed-up and "
       "memory-saving ratios, the largest batch within the memory budget.");
   att->recipe.add_to(*attention);
-  attention->add_option("--lengths", att->options.lengths, "Sequence lengths n")->capture_default_str()->check(at_least(1));
-  attention->add_option("--ks", att->options.ks, "Projected lengths k (each run where k < n)")->capture_default_str()->check(at_least(1));
+  // The model counts positions in 32 bits; lengths beyond the memory budget are reported, not run.
+  const long long max_length = std::numeric_limits<int>::max();
+  attention->add_option("--lengths", att->options.lengths, "Sequence lengths n")->capture_default_str()->check(in_range(2, max_length));
+  attention->add_option("--ks", att->options.ks, "Projected lengths k (each run where k < n)")->capture_default_str()->check(in_range(1, max_length));
   attention->add_option("--memory-budget", att->memory_budget,
                         "Memory for parameters and a batch's activations (e.g. 16GiB, 8G, 500MB)")
       ->capture_default_str();

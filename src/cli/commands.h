@@ -19,6 +19,8 @@ struct RecipeArgs {
 // An integer option of at least `lo`: "--top-k: 0 is less than 1" (CLI11's PositiveNumber
 // states a range up to 1.8e308 and lets fractions through).
 CLI::Validator at_least(long long lo);
+// An integer option in [lo, hi]: "--lengths: 5000000000 is more than 2147483647".
+CLI::Validator in_range(long long lo, long long hi);
 
 // --precision fp32|bf16, for the commands that only run the model forward (eval, fill-mask,
 // classify, bench attention): the precision of its matmuls. use_precision() selects it before

@@ -4,6 +4,7 @@
 //   3 the subcommand is not implemented yet.
 
 #include "commands.h"
+#include "linformer/config/suggest.h"
 #include "linformer/core/check.h"
 #include "linformer/core/logging.h"
 #include "linformer/core/openmp_wait.h"
@@ -14,6 +15,8 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 namespace {
@@ -38,6 +41,25 @@ std::string version_text() {
                   linformer::World::size());
   spdlog::default_logger()->flush();
   linformer::World::abort_all(1);
+}
+
+// "unknown command 'frobnicate'…" when the first word that is no option (nor --log-level's
+// value) names no subcommand: CLI11 only says that a subcommand is required. Empty otherwise.
+std::string unknown_command(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--log-level") ++i;
+    if (word.empty() || word[0] == '-') continue;
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), word) != names.end()) return {};
+    const auto close = linformer::config::closest_match(word, names);
+    std::string list;
+    for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
+    return fmt::format("unknown command '{}'{} (the commands: {}; linformer --help says more)", word,
+                       close ? fmt::format(" (did you mean '{}'?)", *close) : std::string(), list);
+  }
+  return {};
 }
 
 }  // namespace
@@ -79,11 +101,21 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty() && app.get_subcommands().empty()) {
+      std::cerr << "linformer: " << unknown << "\n";
+      linformer::World::finalize();
+      return 2;
+    }
     const int code = app.exit(e);
     linformer::World::finalize();
     return code == 0 ? 0 : 2;
   } catch (const linformer::Error& e) {
     spdlog::error("{}", e.what());
+    end_after_error();
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A file-system failure no check above explained: still the user's file, named.
+    spdlog::error("{}{}: {}", e.path1().string(), e.path2().empty() ? "" : " -> " + e.path2().string(),
+                  e.code().message());
     end_after_error();
   } catch (const std::exception& e) {
     spdlog::critical("unexpected error: {}", e.what());

@@ -6,21 +6,25 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <limits>
 
 namespace linformer::cli {
 
-CLI::Validator at_least(long long lo) {
+CLI::Validator in_range(long long lo, long long hi) {
   return CLI::Validator(
-      [lo](std::string& text) -> std::string {
+      [lo, hi](std::string& text) -> std::string {
         errno = 0;
         char* end = nullptr;
         const long long value = std::strtoll(text.c_str(), &end, 10);
-        if (text.empty() || *end != '\0' || errno == ERANGE) return fmt::format("'{}' is not a whole number", text);
+        if (text.empty() || *end != '\0') return fmt::format("'{}' is not a whole number", text);
+        if (errno == ERANGE || value > hi) return fmt::format("{} is more than {}", text, hi);
         if (value < lo) return fmt::format("{} is less than {}", value, lo);
         return {};
       },
-      fmt::format("INT ≥ {}", lo));
+      hi == std::numeric_limits<long long>::max() ? fmt::format("INT ≥ {}", lo) : fmt::format("INT in [{}, {}]", lo, hi));
 }
+
+CLI::Validator at_least(long long lo) { return in_range(lo, std::numeric_limits<long long>::max()); }
 
 void add_precision_option(CLI::App& command, std::string& precision) {
   command.add_option("--precision", precision, "Matmul precision: fp32, or bf16 operands with f32 accumulation (needs avx512_bf16)")

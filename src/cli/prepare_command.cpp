@@ -1,12 +1,19 @@
 #include "commands.h"
 #include "linformer/config/recipe_loader.h"
+#include "linformer/core/file_lock.h"
+#include "linformer/core/fs.h"
 #include "linformer/data/prepare.h"
 
+#include <fmt/format.h>
 #include <omp.h>
+#include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <memory>
 
 namespace linformer::cli {
+
+namespace fs = std::filesystem;
 
 void add_prepare_command(CLI::App& app) {
   auto args = std::make_shared<RecipeArgs>();
@@ -20,6 +27,13 @@ void add_prepare_command(CLI::App& app) {
   cmd->callback([args, force] {
     const config::Recipe recipe = config::load_recipe(args->path, args->overrides);
     if (recipe.threads > 0) omp_set_num_threads(recipe.threads);
+    // One prepare per prepared directory; under its lock, what killed ones left is removed.
+    std::string dir = recipe.data.prepared_dir;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();  // the lock beside the directory, not in it
+    create_directories_or_fail(fs::path(dir).parent_path().empty() ? "." : fs::path(dir).parent_path().string());
+    const FileLock lock(dir + ".lock", fmt::format("prepared directory '{}'", dir));
+    for (const auto& path : remove_stale_temporaries_of(dir))
+      spdlog::info("removed {}: left by a prepare that did not finish", path);
     data::log_prepare_summary(data::prepare_data(recipe, *force));
   });
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 namespace linformer::config {
 
@@ -97,7 +98,12 @@ Layer parse_override(const std::string& assignment) {
   const std::string value = trim(assignment.substr(eq + 1));
   try {
     return {origin, toml::parse(key + " = " + value, origin)};
-  } catch (const toml::parse_error&) {
+  } catch (const toml::parse_error& e) {
+    // A number TOML cannot hold (1e400, 2^64) is out of range, not a string.
+    static const std::regex number(R"([+-]?[0-9][0-9_]*(\.[0-9_]+)?([eE][+-]?[0-9_]+)?)");
+    if (std::regex_match(value, number))
+      LF_FAIL("{}: {} is out of range: a float's magnitude is at most about 1.8e308, an integer's 2^63 - 1 ({})",
+              origin, value, e.description());
   }
   try {
     return {origin, toml::parse(key + " = " + toml_quote(value), origin)};

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 namespace linformer::config {
 
@@ -54,8 +55,15 @@ std::vector<std::string> validate_recipe(const Recipe& r) {
     fail("data.valid_fraction + data.test_fraction leaves no documents for training");
 
   const TrainConfig& t = r.train;
-  if (t.max_updates == 0 && t.max_tokens == 0 && t.max_minutes == 0.0)
-    fail("training would never stop: set train.max_updates, train.max_tokens or train.max_minutes");
+  if (t.max_updates == 0 && t.max_epochs == 0 && t.max_tokens == 0 && t.max_minutes == 0.0)
+    fail("training would never stop: set train.max_updates, train.max_epochs, train.max_tokens or train.max_minutes");
+  // Without a length a decay ends at once: lr 0 from the end of the warm-up on.
+  else if (t.max_updates == 0 && t.max_epochs == 0 && needs_length(r.optim.schedule))
+    fail("optim.schedule = \"{}\" decays to optim.end_lr at the run's last update, but train.max_updates and "
+         "train.max_epochs are 0 (the run stops on train.max_tokens or train.max_minutes), so it would train at "
+         "optim.end_lr from the end of the warm-up on: set train.max_updates (or train.max_epochs) to where the decay "
+         "ends, or a schedule that needs no length (optim.schedule = \"constant\" or \"inverse_sqrt\")",
+         enum_name(r.optim.schedule));
 
   if (t.short_seq_len > 0 || t.short_seq_updates > 0) {
     const int s = t.short_seq_len;
@@ -64,11 +72,28 @@ std::vector<std::string> validate_recipe(const Recipe& r) {
            t.short_seq_updates);
     else if (s < 2 || s >= n || n % s != 0)
       fail("train.short_seq_len = {} must divide data.seq_len = {} and be at least 2 and less than it", s, n);
+    if (s >= 2 && static_cast<int64_t>(t.accumulation) * (n / s) > 65536)
+      fail("train.accumulation × data.seq_len / train.short_seq_len = {} × {} micro-batches per short update exceeds "
+           "65536",
+           t.accumulation, n / s);
     if (s > 0 && t.short_seq_updates == 0)
       fail("train.short_seq_len = {} needs train.short_seq_updates, how many updates train on blocks that long", s);
     if (t.max_updates > 0 && t.short_seq_updates >= t.max_updates)
       fail("train.short_seq_updates = {} leaves no update of train.max_updates = {} on blocks of data.seq_len",
            t.short_seq_updates, t.max_updates);
+  }
+
+  // A head of one class, or two ids for one label, trains nothing meaningful.
+  const std::vector<std::string>& labels = r.finetune.labels;
+  if (labels.size() == 1)
+    fail("finetune.labels = [\"{}\"] names one label: classification needs at least two (or leave it empty for the "
+         "training file's labels)",
+         labels[0]);
+  std::set<std::string> seen;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i].empty()) fail("finetune.labels: label {} is an empty string", i + 1);
+    else if (!seen.insert(labels[i]).second)
+      fail("finetune.labels names \"{}\" twice: each label once, in id order", labels[i]);
   }
 
   if (r.optim.end_lr > r.optim.lr)

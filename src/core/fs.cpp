@@ -87,6 +87,24 @@ std::vector<std::string> remove_stale_temporaries(const std::string& dir) {
   return removed;
 }
 
+std::vector<std::string> remove_stale_temporaries_of(const std::string& target) {
+  const std::filesystem::path path(target);
+  const std::string base = path.filename().string();
+  const std::filesystem::path parent = path.parent_path().empty() ? "." : path.parent_path();
+  std::vector<std::string> removed;
+  std::error_code ec;
+  if (base.empty() || !std::filesystem::is_directory(parent, ec)) return removed;
+  static const std::regex suffix(R"((\.old)?\.tmp\.[0-9]+\.[0-9]+)");
+  for (const auto& entry : std::filesystem::directory_iterator(parent, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.compare(0, base.size(), base) != 0 || !std::regex_match(name.substr(base.size()), suffix)) continue;
+    std::filesystem::remove_all(entry.path(), ec);
+    if (ec) LF_FAIL("cannot remove the stale temporary '{}': {}", entry.path().string(), ec.message());
+    removed.push_back(entry.path().string());
+  }
+  return removed;
+}
+
 void commit_rename(const std::string& from, const std::string& to) {
   if (std::rename(from.c_str(), to.c_str()) != 0) {
     const std::string why = errno_text(errno);

@@ -19,6 +19,14 @@ spdlog::level::level_enum parse_log_level(const std::string& name) {
   return level;
 }
 
+namespace {
+// The logger passes everything that the console or a run log (info at least) shows; each sink
+// filters to its own level, so --log-level quiets the console only.
+spdlog::level::level_enum g_console_level = spdlog::level::info;
+
+spdlog::level::level_enum file_level() { return std::min(g_console_level, spdlog::level::info); }
+}  // namespace
+
 void init_logging(spdlog::level::level_enum level) {
   auto logger = spdlog::get("linformer");
   if (!logger) {
@@ -29,7 +37,9 @@ void init_logging(spdlog::level::level_enum level) {
                             : std::string("%^[%Y-%m-%d %H:%M:%S.%e] [%l]%$ %v"));
     spdlog::set_default_logger(logger);
   }
-  logger->set_level(World::is_root() ? level : std::max(level, spdlog::level::warn));
+  g_console_level = World::is_root() ? level : std::max(level, spdlog::level::warn);
+  logger->sinks().front()->set_level(g_console_level);  // the console, created first
+  logger->set_level(file_level());
   logger->flush_on(spdlog::level::warn);
 }
 
@@ -45,6 +55,8 @@ void log_to_file(const std::string& path) {
     }
   });
   sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
+  sink->set_level(file_level());
+  logger->set_level(std::min(logger->level(), file_level()));
   logger->sinks().push_back(sink);
   logger->flush_on(spdlog::level::info);
 }

@@ -1,6 +1,7 @@
 #include "linformer/core/signals.h"
 
 #include <csignal>
+#include <initializer_list>
 
 namespace linformer {
 
@@ -10,17 +11,25 @@ volatile std::sig_atomic_t g_signal = 0;
 void on_signal(int signal) {
   g_signal = signal;
   std::signal(signal, SIG_DFL);  // a second one ends the process
+  // A hang-up closed the terminal: writing to it must not end the run before its checkpoint.
+  if (signal == SIGHUP) std::signal(SIGPIPE, SIG_IGN);
 }
 }  // namespace
 
 void install_stop_handlers() {
   g_signal = 0;
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) std::signal(signal, on_signal);
 }
 
 bool stop_requested() { return g_signal != 0; }
 
-const char* stop_signal_name() { return g_signal == SIGINT ? "SIGINT" : g_signal == SIGTERM ? "SIGTERM" : ""; }
+const char* stop_signal_name() {
+  switch (g_signal) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "";
+  }
+}
 
 }  // namespace linformer

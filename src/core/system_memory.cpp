@@ -1,6 +1,7 @@
 #include "linformer/core/system_memory.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <fstream>
 #include <sstream>
@@ -36,6 +37,20 @@ std::string cgroup_dir() {
   return {};
 }
 
+// The room under the address-space limit (ulimit -v, prlimit --as): the limit less this
+// process's virtual size now (VmSize in /proc/self/status). No limit: none.
+bool address_space_room(uint64_t& bytes, uint64_t& limit) {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return false;
+  uint64_t vm_kib = 0;
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmSize:", 0) == 0) std::istringstream(line.substr(7)) >> vm_kib;
+  limit = rl.rlim_cur;
+  bytes = limit > vm_kib * 1024 ? limit - vm_kib * 1024 : 0;
+  return true;
+}
+
 }  // namespace
 
 AvailableMemory available_memory() {
@@ -47,6 +62,9 @@ AvailableMemory available_memory() {
     const uint64_t room = limit > current ? limit - current : 0;
     if (!m.known() || room < m.bytes) m = {room, fmt::format("the room under the cgroup limit ({}/memory.max)", dir)};
   }
+  if (uint64_t room = 0, limit = 0; address_space_room(room, limit) && (!m.known() || room < m.bytes))
+    m = {room, fmt::format("the room under the address-space limit (RLIMIT_AS, ulimit -v: {})",
+                           format_bytes(static_cast<double>(limit)))};
   return m;
 }
 

@@ -4,6 +4,7 @@
 #include "linformer/data/utf8.h"
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 namespace linformer::data {
 
@@ -123,9 +124,17 @@ class WikiExtractorParser : public CorpusReader::Parser {
  public:
   bool next(LineReader& in, Document& doc, CorpusStats& stats) override {
     std::string_view line;
-    bool inside = false;
+    bool inside = !opened_at_.empty();  // the previous call ended at a <doc> that opens this one
+    doc.source = std::move(opened_at_);
+    opened_at_.clear();
     while (in.next(line)) {
       if (line.substr(0, 5) == "<doc " || line == "<doc>") {
+        // An unclosed <doc> ends at the next one instead of swallowing it.
+        if (inside) warn_unclosed(doc.source, where(in));
+        if (inside && !doc.sentences.empty()) {
+          opened_at_ = where(in);
+          return true;
+        }
         inside = true;
         doc.source = where(in);
         continue;
@@ -139,6 +148,19 @@ class WikiExtractorParser : public CorpusReader::Parser {
     }
     return !doc.sentences.empty();  // an unclosed last <doc> still counts
   }
+
+ private:
+  // The first few of a file, so that a file with none closed does not flood the log.
+  void warn_unclosed(const std::string& opened, const std::string& next) {
+    constexpr int kReported = 5;
+    if (++unclosed_ <= kReported)
+      spdlog::warn("{}: the <doc> opened at {} has no </doc> before this <doc>: read as two documents, split here",
+                   next, opened);
+    if (unclosed_ == kReported) spdlog::warn("{}: further unclosed <doc> in this file are not reported", next);
+  }
+
+  std::string opened_at_;  // where the <doc> that ended the previous call opened
+  int unclosed_ = 0;
 };
 
 std::unique_ptr<CorpusReader::Parser> make_parser(CorpusFormat format, const CorpusOptions& o) {

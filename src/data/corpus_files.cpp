@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
+#include <utility>
 
 namespace linformer::data {
 
@@ -41,20 +43,40 @@ CorpusFile describe(const std::string& path, CorpusFormat format) {
   return f;
 }
 
+// The files under a corpus directory, symbolic links followed. A directory reached twice (a link
+// loop such as `loop -> ..` would be read without end, two links to one place twice) is refused
+// naming the link.
+std::vector<std::string> files_under(const std::string& path) {
+  std::set<std::pair<dev_t, ino_t>> seen;
+  const auto first_visit = [&](const fs::path& dir) {
+    struct stat st {};
+    return ::stat(dir.c_str(), &st) != 0 || seen.insert({st.st_dev, st.st_ino}).second;
+  };
+  first_visit(path);
+  std::vector<std::string> files;
+  std::error_code ec;
+  auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink, ec);
+  if (ec) LF_FAIL("cannot list corpus directory '{}': {}", path, ec.message());
+  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) LF_FAIL("cannot list corpus directory '{}': {}", path, ec.message());
+    const fs::path& p = it->path();
+    std::error_code type_ec;
+    const bool directory = fs::is_directory(p, type_ec);
+    if (directory && is_hidden(p)) it.disable_recursion_pending();
+    else if (directory && !first_visit(p))
+      LF_FAIL("corpus directory '{}': '{}' leads to a directory read already (a symbolic link loop, or two links to "
+              "one directory): remove the link",
+              path, p.string());
+    else if (!directory && !is_hidden(p) && fs::is_regular_file(p, type_ec))
+      files.push_back(p.string());
+  }
+  return files;
+}
+
 void add_path(const std::string& path, CorpusFormat format, std::vector<CorpusFile>& out) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    std::vector<std::string> files;
-    auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink, ec);
-    if (ec) LF_FAIL("cannot list corpus directory '{}': {}", path, ec.message());
-    for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (ec) LF_FAIL("cannot list corpus directory '{}': {}", path, ec.message());
-      if (is_hidden(it->path())) {
-        if (it->is_directory()) it.disable_recursion_pending();
-        continue;
-      }
-      if (it->is_regular_file()) files.push_back(it->path().string());
-    }
+    std::vector<std::string> files = files_under(path);
     if (files.empty()) LF_FAIL("corpus directory '{}' contains no files", path);
     std::sort(files.begin(), files.end());
     for (const auto& f : files) out.push_back(describe(f, format));

@@ -20,6 +20,8 @@ namespace {
 constexpr uint64_t kLabelledShuffleStream = 0x4C4142454Cull;  // "LABEL"
 
 bool is_blank(std::string_view s) { return s.find_first_not_of(" \t\r\f\v") == std::string_view::npos; }
+// A text of nothing but white space, line breaks included: a document of <s> alone.
+bool is_blank_text(std::string_view s) { return s.find_first_not_of(" \t\r\f\v\n") == std::string_view::npos; }
 
 // A JSON object from one line, invalid UTF-8 replaced first (nlohmann::json rejects it).
 nlohmann::json parse_object_line(std::string_view line, const std::string& where) {
@@ -48,6 +50,7 @@ std::string read_text_document(const std::string& path) {
   std::string text, clean;
   while (in.next(line)) text.append(line).push_back('\n');
   append_valid_utf8(text, clean);
+  if (is_blank_text(clean)) LF_FAIL("{}: the document is empty (nothing to classify)", path);
   return clean;
 }
 
@@ -94,6 +97,9 @@ std::vector<RawDocument> read_documents(const std::string& path, const LabelledF
               where, options.label_field);
     const std::string name = label->is_string() ? label->get<std::string>() : std::to_string(label->get<int64_t>());
     if (name.empty()) LF_FAIL("{}: the label is an empty string", where);
+    if (is_blank_text(text->get_ref<const std::string&>()))
+      LF_FAIL("{}: the text (field \"{}\") is empty: a document needs words to be classified", where,
+              options.text_field);
     documents.push_back({text->get<std::string>(), name});
   }
   if (documents.empty()) LF_FAIL("{}: no labelled documents (a JSON object per line)", path);
@@ -147,8 +153,9 @@ LabelledSet read_labelled_file(const std::string& path, const Tokenizer& tokeniz
     if (!id_of.count(documents[d].label)) {
       std::string known;
       for (const auto& l : set.labels) known += (known.empty() ? "" : ", ") + l;
-      LF_FAIL("{}: document {} has the label '{}', which the training file does not have (its labels: {})", path,
-              d + 1, documents[d].label, known);
+      LF_FAIL("{}: document {} has the label '{}', not one of the run's labels ({}: finetune.labels, or the training "
+              "file's when finetune.labels is empty)",
+              path, d + 1, documents[d].label, known);
     }
 
   // Tokenize in parallel, then concatenate in file order.
@@ -192,6 +199,8 @@ LabelledSet read_documents_to_classify(const std::vector<std::string>& paths, co
       if (field == j.end() || !field->is_string())
         LF_FAIL("{}: no string field \"{}\" (--text-field names the field that holds the text)", where,
                 options.text_field);
+      if (is_blank_text(field->get_ref<const std::string&>()))
+        LF_FAIL("{}: the text (field \"{}\") is empty: nothing to classify", where, options.text_field);
       texts.push_back(field->get<std::string>());
       sources.push_back(where);
     }

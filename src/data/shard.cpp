@@ -149,11 +149,21 @@ Shard Shard::open(const std::string& path, bool verify) {
     LF_FAIL("shard '{}': token width {} does not match the vocabulary size {}", path, h.token_bytes, h.vocab_size);
   // The counts are bounded by the file's size before any arithmetic on them: T·w or 8·(D + 1)
   // could otherwise wrap around and describe a file of the right size.
+  // Each message says which of the header's numbers disagrees with the file.
   const uint64_t room = s.size_ - sizeof(ShardHeader);
-  if (h.token_count > room / h.token_bytes || h.document_count >= room / 8 || h.file_bytes != s.size_ ||
-      expected_file_bytes(h) != s.size_)
-    LF_FAIL("shard '{}' is {} bytes but its header describes {} (header says {}): truncated or corrupt", path,
-            s.size_, expected_file_bytes(h), h.file_bytes);
+  if (h.token_count > room / h.token_bytes)
+    LF_FAIL("shard '{}': its header counts {} tokens of {} bytes, more than the file's {} bytes hold: truncated or "
+            "corrupt",
+            path, h.token_count, h.token_bytes, s.size_);
+  if (h.document_count >= room / 8)
+    LF_FAIL("shard '{}': its header counts {} documents, more than the file's {} bytes can index: truncated or corrupt",
+            path, h.document_count, s.size_);
+  if (h.file_bytes != s.size_)
+    LF_FAIL("shard '{}' is {} bytes but its header gives the file size as {}: truncated or corrupt", path, s.size_,
+            h.file_bytes);
+  if (expected_file_bytes(h) != s.size_)
+    LF_FAIL("shard '{}' is {} bytes but the {} tokens and {} documents its header counts take {}: truncated or corrupt",
+            path, s.size_, h.token_count, h.document_count, expected_file_bytes(h));
   if (verify) s.verify_checksum();
 
   s.offsets_ = reinterpret_cast<const uint64_t*>(s.base_ + padded_to_8(sizeof(ShardHeader) + h.token_count * h.token_bytes));

@@ -9,6 +9,7 @@ double learning_rate(const config::OptimConfig& o, int64_t max_updates, int64_t 
   using config::LrSchedule;
   const double u = static_cast<double>(update), warmup = o.warmup_updates;
   if (u <= warmup) return o.lr * u / warmup;
+  // config::needs_length() lists the schedules that read max_updates below: keep them in step.
   if (o.schedule == LrSchedule::constant) return o.lr;
   if (o.schedule == LrSchedule::inverse_sqrt) return o.lr * std::sqrt(std::max(warmup, 1.0) / u);
   const double span = static_cast<double>(max_updates) - warmup;

@@ -93,6 +93,10 @@ void from_json(const nlohmann::json& j, TrainingState& s) {
 
 namespace {
 
+// DONE, written last: kDoneLegacy, then kDoneStateCrc and state.json's crc32 (8 hex digits).
+constexpr const char* kDoneLegacy = "complete\n";
+constexpr const char* kDoneStateCrc = "state.json crc32 ";
+
 // The files of a checkpoint that state.json checksums.
 constexpr const char* kCheckpointFiles[] = {"model.safetensors", "optimizer.safetensors", "tokenizer.model",
                                             "recipe.toml"};
@@ -153,18 +157,44 @@ std::string write_checkpoint(const std::string& checkpoints_dir, const Parameter
                          {"state", state},
                          {"model", params.spec()},
                          {"files", files}};
-  write_file_atomic((fs::path(tmp) / "state.json").string(), meta.dump(2) + "\n");
-  write_file_atomic((fs::path(tmp) / "DONE").string(), "complete\n");
+  const std::string state_json = meta.dump(2) + "\n";
+  write_file_atomic((fs::path(tmp) / "state.json").string(), state_json);
+  write_file_atomic((fs::path(tmp) / "DONE").string(), kDoneLegacy + (kDoneStateCrc + crc32_hex(state_json)) + "\n");
   staged.install();  // replaces a stale checkpoint of the same update (a replayed run)
   return final_path;
 }
 
 namespace {
-nlohmann::json read_meta(const std::string& path) {
+// state.json's text, checked against the crc32 that DONE records. A DONE of kDoneLegacy alone
+// comes from a checkpoint written before state.json was checksummed: read as it is, with a
+// warning when `warn`.
+std::string read_sealed_state(const std::string& path, bool warn) {
+  const std::string done = read_file((fs::path(path) / "DONE").string());
+  const std::string text = read_file((fs::path(path) / "state.json").string());
+  if (done == kDoneLegacy) {
+    if (warn)
+      spdlog::warn("{}/state.json has no checksum (a checkpoint written before state.json was checksummed): its "
+                   "counters are read unverified",
+                   path);
+    return text;
+  }
+  const std::string sealed = std::string(kDoneLegacy) + kDoneStateCrc;
+  const size_t digits = 8;
+  if (done.size() != sealed.size() + digits + 1 || done.compare(0, sealed.size(), sealed) != 0 || done.back() != '\n')
+    LF_FAIL("{}/DONE: not a checkpoint's completion marker (expected \"{}<8 hex digits>\")", path, sealed);
+  const std::string stored = done.substr(sealed.size(), digits), actual = crc32_hex(text);
+  if (actual != stored)
+    LF_FAIL("{}/state.json: checksum mismatch (crc32 {} recorded in DONE, {} found): the file was changed or is "
+            "corrupt",
+            path, stored, actual);
+  return text;
+}
+
+nlohmann::json read_meta(const std::string& path, bool warn = false) {
   if (!fs::exists(fs::path(path) / "DONE")) LF_FAIL("checkpoint '{}' is incomplete (no DONE marker)", path);
   nlohmann::json meta;
   try {
-    meta = nlohmann::json::parse(read_file((fs::path(path) / "state.json").string()));
+    meta = nlohmann::json::parse(read_sealed_state(path, warn));
   } catch (const nlohmann::json::exception& e) {
     LF_FAIL("{}/state.json: {}", path, e.what());
   }
@@ -178,7 +208,7 @@ nlohmann::json read_meta(const std::string& path) {
 }  // namespace
 
 void verify_checkpoint(const std::string& path) {
-  const nlohmann::json meta = read_meta(path);
+  const nlohmann::json meta = read_meta(path, /*warn=*/true);
   const auto files = meta.find("files");
   for (const char* file : kCheckpointFiles) {
     if (files == meta.end() || !files->is_object() || !files->contains(file) || !files->at(file).is_string())
@@ -229,6 +259,26 @@ std::vector<CheckpointInfo> list_checkpoints(const std::string& checkpoints_dir)
   return out;
 }
 
+namespace {
+// The checkpoint_<update> directories without DONE: writes rename whole checkpoints into place,
+// so only an interrupted deletion leaves one. Call under the run directory's lock.
+std::vector<std::string> remove_unmarked_checkpoints(const std::string& checkpoints_dir) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  if (!fs::is_directory(checkpoints_dir, ec)) return removed;
+  for (const auto& entry : fs::directory_iterator(checkpoints_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool numbered = name.size() >= 19 && name.rfind("checkpoint_", 0) == 0 &&
+                          std::all_of(name.begin() + 11, name.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!numbered || !entry.is_directory(ec) || fs::exists(entry.path() / "DONE", ec)) continue;
+    fs::remove_all(entry.path(), ec);
+    if (ec) LF_FAIL("cannot remove the incomplete checkpoint '{}': {}", entry.path().string(), ec.message());
+    removed.push_back(entry.path().string());
+  }
+  return removed;
+}
+}  // namespace
+
 RunCheckpoints::RunCheckpoints(std::string checkpoints_dir, const config::CheckpointConfig& keep,
                                std::string resolved_recipe, std::string tokenizer_model, DataIdentity data)
     : dir_(std::move(checkpoints_dir)),
@@ -238,6 +288,8 @@ RunCheckpoints::RunCheckpoints(std::string checkpoints_dir, const config::Checkp
       data_(std::move(data)) {
   for (const auto& name : remove_stale_temporaries(dir_))
     spdlog::info("removed {}/{}: a checkpoint that an earlier process did not finish", dir_, name);
+  for (const auto& path : remove_unmarked_checkpoints(dir_))
+    spdlog::info("removed {}: a checkpoint without DONE, left by a process killed while deleting it", path);
 }
 
 void RunCheckpoints::write(const Parameters& params, const AdamW& optimizer, TrainingState state,
@@ -259,7 +311,10 @@ void prune_checkpoints(const std::string& checkpoints_dir, const config::Checkpo
     const int64_t u = all[i].update;
     if (keep.keep_best && u == best_update) continue;
     if (keep.milestone_every > 0 && u % keep.milestone_every == 0) continue;
+    // DONE first: a kill during the deletion leaves an unmarked directory (removed at the next
+    // start), never a marked one missing files.
     std::error_code ec;
+    fs::remove(fs::path(all[i].path) / "DONE", ec);
     fs::remove_all(all[i].path, ec);
   }
 }

@@ -131,6 +131,13 @@ MetricsLog::MetricsLog(const std::string& run_dir, int64_t keep_until, bool writ
       jsonl_path_((std::filesystem::path(run_dir) / "metrics.jsonl").string()),
       writes_(writes) {
   if (!writes_) return;
+  for (const std::string& path : {csv_path_, jsonl_path_}) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+      LF_FAIL("{} is {}, not a file: the run writes its metrics there (move it away)", path,
+              std::filesystem::is_directory(status) ? "a directory" : "a special file");
+  }
   upgrade_csv_columns(csv_path_);
   keep_rows(csv_path_, 1, keep_until, drop_kind, csv_key);
   keep_rows(jsonl_path_, 0, keep_until, drop_kind, jsonl_key);

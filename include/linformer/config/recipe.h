@@ -90,6 +90,9 @@ constexpr auto enum_names(LrSchedule) {
                     std::pair{E::cosine, "cosine"sv}, std::pair{E::inverse_sqrt, "inverse_sqrt"sv},
                     std::pair{E::constant, "constant"sv}};
 }
+// Whether the schedule decays to optim.end_lr at train.max_updates, so needs that length
+// (optim/lr_schedule.cpp: constant and inverse_sqrt never read it).
+constexpr bool needs_length(LrSchedule s) { return s != LrSchedule::constant && s != LrSchedule::inverse_sqrt; }
 
 enum class Precision { fp32, bf16 };
 constexpr auto enum_names(Precision) {
@@ -192,7 +195,9 @@ struct ModelConfig {
 
   template <class V>
   void visit(V& v) {
-    v("layers", layers, 4, "Number of encoder blocks.", at_least(1));
+    // At most 10,000 (the deepest trained Transformers have about 1,000): a per-layer table of
+    // billions of entries took minutes and gigabytes before the memory estimate could refuse it.
+    v("layers", layers, 4, "Number of encoder blocks.", in_range(1, 10000));
     v("d_model", d_model, 256, "d: hidden size.", at_least(1));
     v("heads", heads, 4, "Attention heads; must divide d_model.", at_least(1));
     v("ffn_dim", ffn_dim, 1024, "Inner size of the feed-forward layer.", at_least(1));
@@ -295,7 +300,8 @@ struct TrainConfig {
   template <class V>
   void visit(V& v) {
     v("batch_size", batch_size, 8, "Sequences per micro-batch.", at_least(1));
-    v("accumulation", accumulation, 1, "Micro-batches accumulated into one update.", at_least(1));
+    // At most 65,536 (a record per micro-batch of an update is kept; 2^31 of them failed to allocate).
+    v("accumulation", accumulation, 1, "Micro-batches accumulated into one update.", in_range(1, 65536));
     v("max_updates", max_updates, 10000, "Stop after this many updates (0: no limit).", at_least(0));
     v("max_epochs", max_epochs, 0,
       "Stop after this many passes over the training data (0: no limit); after a sequence-length warm-up, passes "
@@ -447,10 +453,12 @@ struct Recipe {
     v("seed", seed, int64_t{1},
       "Seed of training's random streams (initial weights, dropout, masking, data order) and, unless data.seed "
       "says otherwise, of the prepared data and validation's masks.");
+    // 1024 is above the hardware threads of the largest machines (two 192-core sockets with SMT
+    // have 768); libgomp fails to create thousands of threads (threads = 100000 crashed inside it).
     v("threads", threads, 0,
       "OpenMP threads (0: one per CPU this process may use; then each is pinned to its CPU while the command runs, "
       "unless OMP_PROC_BIND is set or threads wait passively).",
-      at_least(0));
+      in_range(0, 1024));
     v.section("data", "Corpus, tokenizer, blocks and splits.", data);
     v.section("model", "Encoder shape and attention.", model);
     v.section("masking", "Masked-LM corruption (dynamic: new masks every epoch).", masking);

@@ -25,6 +25,11 @@ std::string temporary_path_for(const std::string& path);
 // while no other process can be writing there (under the directory's FileLock).
 std::vector<std::string> remove_stale_temporaries(const std::string& dir);
 
+// Removes what temporary_path_for(target) and StagedDirectory made beside `target` and a killed
+// process left ("<target>.tmp.<pid>.<n>", "<target>.old.tmp.<pid>.<n>"); returns their paths.
+// Only call it under a lock that keeps every other writer of `target` out.
+std::vector<std::string> remove_stale_temporaries_of(const std::string& target);
+
 // Creates `dir` and its parents unless they exist; throws Error naming it otherwise.
 void create_directories_or_fail(const std::string& dir);
 

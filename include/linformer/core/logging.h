@@ -11,10 +11,12 @@ namespace linformer {
 // Parses "trace|debug|info|warn|error|critical|off"; throws linformer::Error otherwise.
 spdlog::level::level_enum parse_log_level(const std::string& name);
 
-// Installs the console logger at `level`. Safe to call more than once.
+// Installs the console logger at `level` (the console's only: run logs keep info). Safe to call
+// more than once.
 void init_logging(spdlog::level::level_enum level);
 
-// Adds (once per path) a file sink appending to `path`, at the console's level or finer.
+// Adds (once per path) a file sink appending to `path`, at info or the console's level if finer,
+// whatever the console shows (--log-level warn or off still leaves a complete train.log).
 void log_to_file(const std::string& path);
 
 }  // namespace linformer

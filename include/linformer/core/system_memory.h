@@ -1,7 +1,9 @@
 #pragma once
-// How much memory this process may still take: the smaller of the kernel's MemAvailable and
-// the room left under the cgroup's limit (a container's memory.max), so that a run that cannot
-// fit is refused before it allocates rather than killed halfway.
+// How much memory this process may still take: the smallest of the kernel's MemAvailable, the
+// room left under the cgroup's limit (a container's memory.max) and the room left under the
+// address-space limit (RLIMIT_AS: ulimit -v, prlimit --as), so that a run that cannot fit is
+// refused before it allocates rather than killed or failing halfway. `source` names the limit
+// that binds.
 
 #include <cstdint>
 #include <string>
@@ -10,7 +12,8 @@ namespace linformer {
 
 struct AvailableMemory {
   uint64_t bytes = 0;
-  std::string source;  // "MemAvailable in /proc/meminfo" or "the cgroup limit (…/memory.max)"
+  std::string source;  // "MemAvailable in /proc/meminfo", "the room under the cgroup limit (…/memory.max)"
+                       // or "the room under the address-space limit (RLIMIT_AS, …)"
   bool known() const { return !source.empty(); }
 };
 

@@ -7,7 +7,8 @@
 //   tokenizer.model        the SentencePiece model, so eval and fill-mask need nothing else
 //   recipe.toml            the resolved recipe of the run
 //   state.json             TrainingState, the format version, crc32 of the files above
-//   DONE                   written last
+//   DONE                   written last: "complete", then state.json's crc32 (a DONE without
+//                          it, from older versions, is accepted with a warning)
 // It is written as checkpoint_…tmp.<pid>/, every file fsynced, then renamed into place,
 // so a crash leaves either a complete checkpoint or a temporary directory that is ignored.
 
