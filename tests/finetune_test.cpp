@@ -298,7 +298,7 @@ TEST_F(Finetune, BadInputIsRefusedNamingTheKeyOrFile) {
               HasSubstr("the sequence-length warm-up is for pretraining"));
   EXPECT_THAT(error_of("none", {"validation.mask_probability=0.15"}), HasSubstr("validation.mask_probability"));
   EXPECT_THAT(error_of("none", {"validation.shuffle_words=true"}), HasSubstr("validation.shuffle_words"));
-  EXPECT_THAT(error_of("none", {"train.max_epochs=0"}), HasSubstr("set train.max_epochs"));
+  EXPECT_THAT(error_of("none", {"train.max_epochs=0"}), HasSubstr("train.max_updates and train.max_epochs are 0"));
   const std::string one_label = files.write("one.jsonl", "{\"text\": \"ka lo\", \"label\": \"yes\"}\n");
   EXPECT_THAT(error_of("none", {"finetune.train=" + one_label}), HasSubstr("classification needs at least two labels"));
   const std::string unknown = files.write("unknown.jsonl", "{\"text\": \"ka lo\", \"label\": \"maybe\"}\n");

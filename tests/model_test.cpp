@@ -477,7 +477,7 @@ TEST(ModelSpec, DescriptionsAreCheckedLikeRecipes) {
     return std::string("no error");
   };
   EXPECT_THAT(error_of({{"heads", 3}}), HasSubstr("model.heads = 3 must divide model.d_model = 16"));
-  EXPECT_THAT(error_of({{"layers", 0}}), HasSubstr("model.layers = 0 is out of range: must be ≥ 1"));
+  EXPECT_THAT(error_of({{"layers", 0}}), HasSubstr("model.layers = 0 is out of range: must be in [1, 10000]"));
   EXPECT_THAT(error_of({{"k_per_layer", {4, 40}}}), HasSubstr("exceeds data.seq_len = 16"));
   EXPECT_THAT(error_of({{"sharing", "diagonal"}}), HasSubstr("model.sharing = \"diagonal\" is not one of none, headwise"));
   EXPECT_THAT(error_of({{"d_model", "wide"}}), HasSubstr("model.d_model = \"wide\" has the wrong type"));

@@ -56,9 +56,6 @@ config::Recipe load_finetune_recipe(const FinetuneOptions& options) {
                                    recipe.validation.mask_probability));
   if (recipe.validation.shuffle_words)
     problems.push_back("validation.shuffle_words = true: shuffled-word scores are pretraining's (set it to false)");
-  if (recipe.train.max_updates == 0 && recipe.train.max_epochs == 0)
-    problems.push_back("train.max_updates and train.max_epochs are both 0, so the learning-rate schedule has no "
-                       "length: set train.max_epochs (passes over the training documents)");
   if (!problems.empty()) {
     std::string message = options.recipe_path + ": cannot fine-tune with this recipe:";
     for (const auto& p : problems) message += "\n  " + p;
