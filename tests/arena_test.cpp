@@ -38,7 +38,7 @@ TEST(Arena, SkewPlacesEveryTensorTheSameBytesPastACacheLine) {
   Arena<float> arena(layout);
   for (int i = 0; i < 3; ++i)
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(arena.view(i).data()) % kArenaAlignment, 16u) << layout.entry(i).name;
-  arena.view("c").data()[0] = 1.0f;  // the last element is inside the allocation
+  arena.view("c").data()[0] = 1.0f;                     // the last element is inside the allocation
   EXPECT_THROW(ArenaLayout(sizeof(float), 6), Error);   // not whole elements
   EXPECT_THROW(ArenaLayout(sizeof(float), 64), Error);  // not below the alignment
 }

@@ -3,10 +3,10 @@
 #include "linformer/bench/attention_bench.h"
 #include "linformer/bench/train_bench.h"
 #include "linformer/config/recipe_loader.h"
+#include "linformer/core/fs.h"
 #include "linformer/kernels/context.h"
 #include "linformer/kernels/kernel_timing.h"
 #include "model_test_util.h"
-#include "linformer/core/fs.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>
@@ -23,13 +23,18 @@ TEST(BenchTrain, FlopCountByHand) {
   // 1 layer, C = 4, F = 8, V = 10, B = 2, T = 6, M = 3, full attention:
   //   in_proj 2·12·4·12 = 1152, out_proj 2·12·4·4 = 384, FFN 2·2·12·4·8 = 1536,
   //   QKᵀ and PV 2·(2·12·6·4) = 1152, head 2·3·4·4 + 2·3·4·10 = 336.
-  ModelSpec full = testing::tiny_spec({{"layers", 1}, {"d_model", 4}, {"heads", 2}, {"ffn_dim", 8}, {"vocab_size", 10},
-                                       {"attention", "full"}, {"k_per_layer", nlohmann::json::array()}});
+  ModelSpec full = testing::tiny_spec({{"layers", 1},
+                                       {"d_model", 4},
+                                       {"heads", 2},
+                                       {"ffn_dim", 8},
+                                       {"vocab_size", 10},
+                                       {"attention", "full"},
+                                       {"k_per_layer", nlohmann::json::array()}});
   EXPECT_DOUBLE_EQ(MlmModel::forward_matmul_flops(full, 2, 6, 3), 1152 + 384 + 1536 + 1152 + 336);
   // Linformer with K = 2, headwise E and F: x compressed first, E x and F x 2·(2·2·2·6·4) = 384,
   // then Q 2·12·4·4 = 384 and K̃, Ṽ 2·4·4·8 = 256 instead of in_proj; QK̃ᵀ and PṼ 2·(2·12·2·4) = 384.
-  ModelSpec lin = testing::tiny_spec({{"layers", 1}, {"d_model", 4}, {"heads", 2}, {"ffn_dim", 8}, {"vocab_size", 10},
-                                      {"k_per_layer", {2}}});
+  ModelSpec lin = testing::tiny_spec(
+      {{"layers", 1}, {"d_model", 4}, {"heads", 2}, {"ffn_dim", 8}, {"vocab_size", 10}, {"k_per_layer", {2}}});
   EXPECT_DOUBLE_EQ(MlmModel::forward_matmul_flops(lin, 2, 6, 3), 384 + 256 + 384 + 1536 + 384 + 384 + 336);
   // Layerwise (one E for keys and values): one compression, 192.
   lin.sharing = config::Sharing::layerwise;
@@ -42,7 +47,8 @@ TEST(BenchTrain, FlopCountByHand) {
 TEST(BenchTrain, CommandReportsThroughputAndWritesJson) {
   testing::TempDir dir;
   const std::string json = (dir.path() / "bench.json").string();
-  const auto r = testing::run_linformer("bench train --recipe recipes/ci/tiny.toml --warmup 1 --steps 2 --json " + json);
+  const auto r =
+      testing::run_linformer("bench train --recipe recipes/ci/tiny.toml --warmup 1 --steps 2 --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("tokens/s"));
   EXPECT_THAT(r.output, HasSubstr("GFLOP/s"));
@@ -90,7 +96,8 @@ TEST(BenchTrain, CommandReportsThroughputAndWritesJson) {
   EXPECT_GT(matmul.at("gflops_per_second").get<double>(), 0);
   double in_kernels = 0, in_stages = 0;
   for (const auto& k : j.at("kernels")) in_kernels += k.at("ms_per_step").get<double>();
-  for (const auto& st : j.at("stages")) in_stages += st.at("forward_ms").get<double>() + st.at("backward_ms").get<double>();
+  for (const auto& st : j.at("stages"))
+    in_stages += st.at("forward_ms").get<double>() + st.at("backward_ms").get<double>();
   EXPECT_GT(in_kernels, 0);
   EXPECT_LE(in_kernels, in_stages);
   // The ceiling: the timed work with the matmuls' time replaced by their FLOPs at the probe's peak.
@@ -108,11 +115,14 @@ TEST(BenchTrain, CommandReportsThroughputAndWritesJson) {
 TEST(BenchTrain, BesideABusyProcessReportsTheSharedThroughput) {
   testing::TempDir dir;
   const std::string json = (dir.path() / "bench.json").string();
-  const auto r = testing::run_linformer("bench train --recipe recipes/ci/tiny.toml --warmup 1 --steps 3 "
-                                        "--beside-busy-process --json " + json +
-                                        // linformer processes whose command line names this test's JSON file
-                                        "; echo \"left running: $(for p in $(pgrep -x linformer); do "
-                                        "grep -qF " + json + " /proc/$p/cmdline && echo $p; done | wc -l)\"");
+  const auto r = testing::run_linformer(
+      "bench train --recipe recipes/ci/tiny.toml --warmup 1 --steps 3 "
+      "--beside-busy-process --json " +
+      json +
+      // linformer processes whose command line names this test's JSON file
+      "; echo \"left running: $(for p in $(pgrep -x linformer); do "
+      "grep -qF " +
+      json + " /proc/$p/cmdline && echo $p; done | wc -l)\"");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("tokens/s beside one CPU-bound process = "));
   EXPECT_THAT(r.output, HasSubstr("% of the idle median (a fair share: "));
@@ -125,8 +135,10 @@ TEST(BenchTrain, BesideABusyProcessReportsTheSharedThroughput) {
 TEST(BenchTrain, Bf16RunsOnlyWhereTheCpuHasIt) {
   testing::TempDir dir;
   const std::string json = (dir.path() / "bench.json").string();
-  const auto r = testing::run_linformer("bench train --recipe recipes/ci/tiny.toml --warmup 0 --steps 1 "
-                                        "--set train.precision=bf16 --json " + json);
+  const auto r = testing::run_linformer(
+      "bench train --recipe recipes/ci/tiny.toml --warmup 0 --steps 1 "
+      "--set train.precision=bf16 --json " +
+      json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(read_file(json));
   if (cpu_has_bf16()) {
@@ -174,7 +186,8 @@ TEST(BenchAttention, TableAndCsvForEveryCellWithKBelowN) {
   testing::TempDir dir;
   const std::string csv = (dir.path() / "attention.csv").string();
   const auto r = testing::run_linformer(
-      "bench attention --recipe recipes/ci/tiny.toml --lengths 64 128 --ks 16 32 64 --repeats 1 --max-batch 2 --csv " + csv);
+      "bench attention --recipe recipes/ci/tiny.toml --lengths 64 128 --ks 16 32 64 --repeats 1 --max-batch 2 --csv " +
+      csv);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("| n \\ k | 16 | 32 | 64 |"));
   EXPECT_THAT(r.output, HasSubstr("The paper (V100 16 GB, Table 3)"));
@@ -205,8 +218,10 @@ TEST(BenchAttention, TableAndCsvForEveryCellWithKBelowN) {
 TEST(BenchAttention, Bf16RunsOnlyWhereTheCpuHasIt) {
   testing::TempDir dir;
   const std::string csv = (dir.path() / "attention.csv").string();
-  const auto r = testing::run_linformer("bench attention --recipe recipes/ci/tiny.toml --lengths 64 --ks 16 --repeats 1 "
-                                        "--max-batch 2 --precision bf16 --csv " + csv);
+  const auto r = testing::run_linformer(
+      "bench attention --recipe recipes/ci/tiny.toml --lengths 64 --ks 16 --repeats 1 "
+      "--max-batch 2 --precision bf16 --csv " +
+      csv);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string expected = cpu_has_bf16() ? "bf16" : "fp32";
   EXPECT_THAT(r.output, HasSubstr(" " + expected + " matmuls; encoder: "));
@@ -219,7 +234,8 @@ TEST(BenchAttention, Bf16RunsOnlyWhereTheCpuHasIt) {
 TEST(BenchAttention, CellsOverTheBudgetOrTheTimeLimitAreReportedNotRun) {
   testing::TempDir dir;
   const std::string csv = (dir.path() / "attention.csv").string();
-  auto r = testing::run_linformer("bench attention --recipe recipes/ci/tiny.toml --lengths 32 --ks 8 --memory-budget 1KiB --csv " + csv);
+  auto r = testing::run_linformer(
+      "bench attention --recipe recipes/ci/tiny.toml --lengths 32 --ks 8 --memory-budget 1KiB --csv " + csv);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("over memory budget"));
   for (const auto& [key, row] : read_cells(read_file(csv))) {
@@ -228,7 +244,8 @@ TEST(BenchAttention, CellsOverTheBudgetOrTheTimeLimitAreReportedNotRun) {
     EXPECT_EQ(row.at("seconds_per_sequence"), "");
     EXPECT_GT(std::stod(row.at("bytes_per_sequence")), 0);  // still known
   }
-  r = testing::run_linformer("bench attention --recipe recipes/ci/tiny.toml --lengths 32 --ks 8 --time-limit 1e-9 --csv " + csv);
+  r = testing::run_linformer(
+      "bench attention --recipe recipes/ci/tiny.toml --lengths 32 --ks 8 --time-limit 1e-9 --csv " + csv);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const auto& [key, row] : read_cells(read_file(csv))) EXPECT_EQ(row.at("status"), "over time limit");
   r = testing::run_linformer("bench attention --recipe recipes/ci/tiny.toml --memory-budget 12parsecs");
@@ -247,7 +264,8 @@ TEST(BenchAttention, HugeLengthsAreRefusedOrReportedOverTheBudget) {
   }
   testing::TempDir dir;
   const std::string csv = (dir.path() / "attention.csv").string();
-  const auto r = testing::run_linformer("bench attention --recipe recipes/ci/tiny.toml --lengths 2147483647 --ks 16 --csv " + csv);
+  const auto r =
+      testing::run_linformer("bench attention --recipe recipes/ci/tiny.toml --lengths 2147483647 --ks 16 --csv " + csv);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto cells = read_cells(read_file(csv));
   ASSERT_EQ(cells.size(), 2u);

@@ -134,7 +134,8 @@ TEST(Bf16Linear, WritesItsOutputInDenseColumnBlocksWhenAskedTo) {
   std::vector<float> x(rows * in);
   for (auto& v : x) v = rng.normal();
   std::vector<bf16> blocks(rows * out);
-  fc.forward(TensorView<const float>(x.data(), Shape{rows, in}), TensorView<bf16>(blocks.data(), Shape{parts, rows, width}));
+  fc.forward(TensorView<const float>(x.data(), Shape{rows, in}),
+             TensorView<bf16>(blocks.data(), Shape{parts, rows, width}));
 
   auto r = [](float v) { return static_cast<double>(to_float(to_bf16(v))); };
   for (int64_t p = 0; p < parts; ++p)
@@ -187,7 +188,8 @@ TEST_P(Bf16Model, WeightCopiesGiveWhatRoundingTheWeightsGivesInTrainingAndInfere
   const PassResult full_copies = forward_backward(with_copies, full);
   const PassResult full_rounding = forward_backward(fp32, full);
   EXPECT_EQ(full_copies.loss, full_rounding.loss);
-  EXPECT_EQ(0, std::memcmp(full_copies.grads.data(), full_rounding.grads.data(), full_copies.grads.size() * sizeof(float)));
+  EXPECT_EQ(
+      0, std::memcmp(full_copies.grads.data(), full_rounding.grads.data(), full_copies.grads.size() * sizeof(float)));
 
   // An inference model (its own workspace plan, bf16 caches shared by the layers, the scores kept
   // only in bf16 and their softmax in place) gives the same.
@@ -209,8 +211,12 @@ TEST_P(Bf16Model, WeightCopiesGiveWhatRoundingTheWeightsGivesInTrainingAndInfere
 TEST(Bf16Inference, KeepsFullAttentionsScoresInBf16OnlyAndNeedsLessMemoryThanFp32) {
   if (!cpu_has_bf16()) GTEST_SKIP() << "no avx512_bf16 on this CPU (" << dnnl_cpu_isa_name() << ")";
   const int64_t n = 2048;
-  const ModelSpec spec = testing::tiny_spec({{"attention", "full"}, {"k_per_layer", nlohmann::json::array()},
-                                             {"seq_len", n}, {"d_model", 64}, {"heads", 4}, {"ffn_dim", 128}});
+  const ModelSpec spec = testing::tiny_spec({{"attention", "full"},
+                                             {"k_per_layer", nlohmann::json::array()},
+                                             {"seq_len", n},
+                                             {"d_model", 64},
+                                             {"heads", 4},
+                                             {"ffn_dim", 128}});
   const size_t fp32 = MlmModel::planned_activation_bytes(spec, 1, 1, WorkspaceUse::inference);
   size_t bf16_bytes = 0;
   {
@@ -232,8 +238,12 @@ TEST(Bf16Training, KeepsAttentionProbabilitiesOnlyInBf16WithoutAttentionDropout)
   if (!cpu_has_bf16()) GTEST_SKIP() << "no avx512_bf16 on this CPU (" << dnnl_cpu_isa_name() << ")";
   const int64_t n = 1024, batch = 2;
   const auto bytes = [&](double attention_dropout, bool bf16) {
-    const ModelSpec spec = testing::tiny_spec({{"attention", "full"}, {"k_per_layer", nlohmann::json::array()},
-                                               {"seq_len", n}, {"d_model", 64}, {"heads", 4}, {"ffn_dim", 128},
+    const ModelSpec spec = testing::tiny_spec({{"attention", "full"},
+                                               {"k_per_layer", nlohmann::json::array()},
+                                               {"seq_len", n},
+                                               {"d_model", 64},
+                                               {"heads", 4},
+                                               {"ffn_dim", 128},
                                                {"attention_dropout", attention_dropout}});
     const Bf16Operands operands(bf16);
     return static_cast<double>(MlmModel::planned_activation_bytes(spec, batch, 8, WorkspaceUse::training));
@@ -260,7 +270,8 @@ TEST(Bf16Training, KeepsAttentionProbabilitiesOnlyInBf16WithoutAttentionDropout)
     forward_backward(*model, data);
     ADD_FAILURE() << "a model built for bf16 training ran with f32 matmuls";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("built for bf16 training, run with f32 matmuls"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("built for bf16 training, run with f32 matmuls"), std::string::npos)
+        << e.what();
   }
 }
 

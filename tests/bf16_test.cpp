@@ -2,8 +2,8 @@
 // measured in double, ties to the even one), and bf16:bf16:f32 matmuls against a double product
 // of the rounded operands.
 
-#include "linformer/core/rng.h"
 #include "linformer/kernels/bf16.h"
+#include "linformer/core/rng.h"
 #include "linformer/kernels/context.h"
 #include "linformer/kernels/matmul.h"
 
@@ -37,7 +37,7 @@ float float_of(uint32_t u) {
 double exact_value(uint32_t u) {
   const int exponent = static_cast<int>((u >> 23) & 0xffu);
   const uint32_t mantissa = u & 0x7fffffu;
-  const double magnitude = exponent == 0      ? std::ldexp(static_cast<double>(mantissa), -149)
+  const double magnitude = exponent == 0     ? std::ldexp(static_cast<double>(mantissa), -149)
                            : exponent == 255 ? std::ldexp(1.0, 128)
                                              : std::ldexp(static_cast<double>(mantissa | 0x800000u), exponent - 150);
   return (u >> 31) ? -magnitude : magnitude;
@@ -57,11 +57,22 @@ uint16_t reference_rounding(float x) {
 }
 
 TEST(Bf16, ConversionRoundsToNearestTiesToEven) {
-  std::vector<float> cases = {0.0f, -0.0f, 1.0f, -1.0f, 1.00390625f /* tie, even below */,
-                              1.01171875f /* tie, odd below */, 3.0e38f, 3.4e38f, -3.4e38f,
-                              std::numeric_limits<float>::max(), std::numeric_limits<float>::min(),
-                              std::numeric_limits<float>::denorm_min(), 1e-40f, -1e-40f,
-                              std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  std::vector<float> cases = {0.0f,
+                              -0.0f,
+                              1.0f,
+                              -1.0f,
+                              1.00390625f /* tie, even below */,
+                              1.01171875f /* tie, odd below */,
+                              3.0e38f,
+                              3.4e38f,
+                              -3.4e38f,
+                              std::numeric_limits<float>::max(),
+                              std::numeric_limits<float>::min(),
+                              std::numeric_limits<float>::denorm_min(),
+                              1e-40f,
+                              -1e-40f,
+                              std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::infinity()};
   Rng rng(3);
   for (int i = 0; i < 100000; ++i) cases.push_back(std::ldexp(rng.normal(), static_cast<int>(rng.uniform() * 80) - 40));
   for (int i = 0; i < 20000; ++i)  // exact ties: the lower 16 bits 0x8000
@@ -89,7 +100,7 @@ TEST(Bf16, ArrayConversionsMatchTheScalarOnesAndBf16ValuesRoundTrip) {
   for (size_t i = 0; i < n; ++i) {
     ASSERT_EQ(y[i].bits, to_bf16(x[i]).bits) << i;
     ASSERT_EQ(back[i], to_float(y[i])) << i;
-    ASSERT_EQ(to_bf16(back[i]).bits, y[i].bits) << i;  // a bf16 value is exact in f32
+    ASSERT_EQ(to_bf16(back[i]).bits, y[i].bits) << i;                          // a bf16 value is exact in f32
     ASSERT_LE(std::abs(back[i] - x[i]), std::ldexp(std::abs(x[i]), -8)) << i;  // half an ulp of 8 bits
   }
 }
@@ -265,7 +276,8 @@ TEST(Bf16Matmul, F32ViewsWithBf16OperandsGiveTheProductOfTheRoundedOperands) {
         unrounded += static_cast<double>(at(a, ia)) * at(b, ib);
         magnitude += std::abs(term);
       }
-      ASSERT_NEAR(at(c, idx), ref, 1e-6 * magnitude + 1e-6) << idx[0] << "," << idx[1] << "," << idx[2] << "," << idx[3];
+      ASSERT_NEAR(at(c, idx), ref, 1e-6 * magnitude + 1e-6)
+          << idx[0] << "," << idx[1] << "," << idx[2] << "," << idx[3];
       differs_from_f32 += std::abs(at(c, idx) - unrounded) > 1e-4 * magnitude;
     });
   };

@@ -1,5 +1,5 @@
-#include "linformer/core/fs.h"
 #include "linformer/train/checkpoint.h"
+#include "linformer/core/fs.h"
 #include "linformer/train/resume_plan.h"
 #include "model_test_util.h"
 #include "test_util.h"
@@ -54,8 +54,10 @@ TEST(Checkpoint, RoundTripsParametersMomentsAndState) {
   const TrainingState read = read_checkpoint(path, b.params, &b.adam);
   EXPECT_EQ(nlohmann::json(read), nlohmann::json(state));
   EXPECT_EQ(0, std::memcmp(a.params.values().data(), b.params.values().data(), a.params.values().layout().bytes()));
-  EXPECT_EQ(0, std::memcmp(a.adam.first_moment().data(), b.adam.first_moment().data(), a.params.values().layout().bytes()));
-  EXPECT_EQ(0, std::memcmp(a.adam.second_moment().data(), b.adam.second_moment().data(), a.params.values().layout().bytes()));
+  EXPECT_EQ(
+      0, std::memcmp(a.adam.first_moment().data(), b.adam.first_moment().data(), a.params.values().layout().bytes()));
+  EXPECT_EQ(
+      0, std::memcmp(a.adam.second_moment().data(), b.adam.second_moment().data(), a.params.values().layout().bytes()));
   EXPECT_EQ(b.adam.steps(), 2);
   EXPECT_EQ(read_file(path + "/recipe.toml"), "seed = 1\n");
   EXPECT_EQ(read_file(path + "/tokenizer.model"), "spm bytes");
@@ -131,7 +133,8 @@ TEST(Checkpoint, StateFieldsOfTheWrongTypeAreRefused) {
               HasSubstr("checkpoint format version \"1\" is not supported"));
   EXPECT_THAT(refusal([](nlohmann::json& j) { j["state"]["update"] = 2.5; }),
               HasSubstr("state.json: state.update = 2.5 is not an integer"));
-  EXPECT_THAT(refusal([](nlohmann::json& j) { j["state"]["update"] = 1e300; }), HasSubstr("state.update = 1e+300 is not"));
+  EXPECT_THAT(refusal([](nlohmann::json& j) { j["state"]["update"] = 1e300; }),
+              HasSubstr("state.update = 1e+300 is not"));
   EXPECT_THAT(refusal([](nlohmann::json& j) { j["state"]["epoch"] = -1; }),
               HasSubstr("state.epoch = -1 is not a non-negative integer"));
   EXPECT_THAT(refusal([](nlohmann::json& j) { j["state"]["validations_since_best"] = 4294967296; }),
@@ -160,9 +163,9 @@ TEST(Checkpoint, AnEditedStateJsonIsRefusedAndResumeAutoPassesOverIt) {
   ASSERT_NE(at, std::string::npos);
   edited.replace(at, 15, "\"position\": 1399");
   write_file_atomic(state_path, edited);
-  for (const auto& refused : std::vector<std::function<void()>>{
-           [&] { verify_checkpoint(newer); }, [&] { peek_checkpoint_state(newer); },
-           [&] { read_checkpoint(newer, a.params, nullptr); }}) {
+  for (const auto& refused :
+       std::vector<std::function<void()>>{[&] { verify_checkpoint(newer); }, [&] { peek_checkpoint_state(newer); },
+                                          [&] { read_checkpoint(newer, a.params, nullptr); }}) {
     try {
       refused();
       ADD_FAILURE() << "an edited state.json was accepted";

@@ -2,9 +2,9 @@
 // differences (dropout off and on), and loss, logits and gradients against PyTorch (float64,
 // Debian's python3-torch, written from the head's definition in classification_head.h).
 
+#include "linformer/layers/classification_head.h"
 #include "linformer/core/fs.h"
 #include "linformer/core/rng.h"
-#include "linformer/layers/classification_head.h"
 #include "model_test_util.h"
 #include "test_util.h"
 
@@ -68,8 +68,8 @@ void expect_gradients_match_differences(bool training) {
   const float eps = 1e-2f;
   auto check = [&](const std::string& name, float* values, const float* gradient, int64_t n) {
     const std::vector<float> g(gradient, gradient + n);
-    const float largest = std::max(std::abs(*std::max_element(g.begin(), g.end())),
-                                   std::abs(*std::min_element(g.begin(), g.end())));
+    const float largest =
+        std::max(std::abs(*std::max_element(g.begin(), g.end())), std::abs(*std::min_element(g.begin(), g.end())));
     ASSERT_GT(largest, 0.0f) << name << ": no gradient at all";
     for (int64_t i = 0; i < n; ++i) {
       const float saved = values[i];

@@ -4,8 +4,8 @@
 // and the frozen encoder: no encoder gradient, the head's unchanged.
 // Tolerance as in torch_parity_test.cpp: 2e-5 of each tensor's largest value.
 
-#include "linformer/core/rng.h"
 #include "linformer/model/classifier_model.h"
+#include "linformer/core/rng.h"
 #include "linformer/nn/safetensors.h"
 #include "linformer/nn/weights_file.h"
 #include "model_test_util.h"
@@ -33,7 +33,8 @@ double relative_error(const float* a, const std::vector<double>& ref) {
 }
 
 struct ClassifierCase {
-  explicit ClassifierCase(const ModelSpec& spec) : batch(testing::random_batch(12, {12, 9, 5, 2}, spec.vocab_size, 11)) {}
+  explicit ClassifierCase(const ModelSpec& spec)
+      : batch(testing::random_batch(12, {12, 9, 5, 2}, spec.vocab_size, 11)) {}
   OwnedBatch batch;
   std::vector<int32_t> labels = {2, 0, 1, 2};
   ClassifierBatchView view() const { return {batch.B, batch.T, batch.ids.data(), batch.lengths.data(), labels.data()}; }
@@ -88,12 +89,13 @@ TEST_P(ClassifierParity, LossLogitsAndGradientsMatchPyTorch) {
   EXPECT_GT(compared, 10);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Configurations, ClassifierParity,
-    ::testing::Values(std::pair<std::string, nlohmann::json>{"full_post", {{"attention", "full"}}},
-                      std::pair<std::string, nlohmann::json>{"linformer_headwise", {{"sharing", "headwise"}}},
-                      std::pair<std::string, nlohmann::json>{"linformer_pre_none", {{"norm", "pre"}, {"sharing", "none"}}}),
-    [](const auto& info) { return info.param.first; });
+INSTANTIATE_TEST_SUITE_P(Configurations, ClassifierParity,
+                         ::testing::Values(std::pair<std::string, nlohmann::json>{"full_post", {{"attention", "full"}}},
+                                           std::pair<std::string, nlohmann::json>{"linformer_headwise",
+                                                                                  {{"sharing", "headwise"}}},
+                                           std::pair<std::string, nlohmann::json>{
+                                               "linformer_pre_none", {{"norm", "pre"}, {"sharing", "none"}}}),
+                         [](const auto& info) { return info.param.first; });
 
 TEST(ClassifierModel, FrozenEncoderHasNoGradientAndTheSameHeadGradient) {
   const ModelSpec spec = testing::tiny_spec();
@@ -115,8 +117,10 @@ TEST(ClassifierModel, FrozenEncoderHasNoGradientAndTheSameHeadGradient) {
     EXPECT_EQ(p.trainable, is_head) << p.name;
     const TensorView<float> g = frozen.params().grad(p.name), h = trained.params().grad(p.name);
     for (int64_t i = 0; i < g.numel(); ++i) {
-      if (is_head) ASSERT_EQ(g.data()[i], h.data()[i]) << p.name << "[" << i << "]";
-      else ASSERT_EQ(g.data()[i], 0.0f) << p.name << "[" << i << "]: a frozen encoder got a gradient";
+      if (is_head)
+        ASSERT_EQ(g.data()[i], h.data()[i]) << p.name << "[" << i << "]";
+      else
+        ASSERT_EQ(g.data()[i], 0.0f) << p.name << "[" << i << "]: a frozen encoder got a gradient";
     }
     head += is_head;
   }

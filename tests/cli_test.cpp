@@ -9,10 +9,10 @@
 namespace linformer {
 namespace {
 
-using testing::run_linformer;
-using testing::TempDir;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::run_linformer;
+using testing::TempDir;
 
 TEST(Cli, HelpListsEverySubcommand) {
   const auto r = run_linformer("--help");
@@ -22,7 +22,8 @@ TEST(Cli, HelpListsEverySubcommand) {
 }
 
 TEST(Cli, EverySubcommandHasHelp) {
-  for (const char* command : {"prepare", "train", "eval", "fill-mask", "bench", "bench train", "bench attention", "options"}) {
+  for (const char* command :
+       {"prepare", "train", "eval", "fill-mask", "bench", "bench train", "bench attention", "options"}) {
     const auto r = run_linformer(std::string(command) + " --help");
     EXPECT_EQ(r.exit_code, 0) << command << ": " << r.output;
     EXPECT_THAT(r.output, HasSubstr("Usage:")) << command;
@@ -60,13 +61,15 @@ TEST(Cli, OpenmpSpinningIsBoundedUnlessTheUserChoseAPolicy) {
 // busy CPUs waits passively; on idle ones it spins (briefly), and commands that compute nothing
 // never look.
 TEST(Cli, ComputingCommandsStartedOnBusyCpusWaitPassively) {
-  const std::string bench = std::string("cd '") + LINFORMER_SOURCE_DIR + "' && env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT taskset -c 0 '" +
-                            LINFORMER_BINARY + "' bench train --recipe recipes/ci/tiny.toml --warmup 0 --steps 1";
+  const std::string bench = std::string("cd '") + LINFORMER_SOURCE_DIR +
+                            "' && env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT taskset -c 0 '" + LINFORMER_BINARY +
+                            "' bench train --recipe recipes/ci/tiny.toml --warmup 0 --steps 1";
   // One CPU for both: `yes` keeps it busy.
-  const auto beside = testing::run_command("yes > /dev/null & busy=$!; taskset -cp 0 $busy > /dev/null; sleep 0.3; " + bench +
-                                           "; status=$?; kill $busy; exit $status");
+  const auto beside = testing::run_command("yes > /dev/null & busy=$!; taskset -cp 0 $busy > /dev/null; sleep 0.3; " +
+                                           bench + "; status=$?; kill $busy; exit $status");
   ASSERT_EQ(beside.exit_code, 0) << beside.output;
-  EXPECT_THAT(beside.output, HasSubstr("OpenMP waiting: OMP_WAIT_POLICY=passive (the program's choice: other processes"));
+  EXPECT_THAT(beside.output,
+              HasSubstr("OpenMP waiting: OMP_WAIT_POLICY=passive (the program's choice: other processes"));
   // Alone: spin. Other tests running beside this one (ctest -j) may keep CPU 0 busy for a while,
   // so a passive choice is retried for a few seconds before it counts.
   auto alone = testing::run_command(bench);
@@ -138,7 +141,8 @@ TEST(Cli, HugeThreadCountIsRefusedNamingTheKey) {
 
 TEST(Cli, MisspeltKeyFailsWithFileKeyAndSuggestion) {
   TempDir dir;
-  const std::string path = dir.write("typo.toml", "base = \"" LINFORMER_SOURCE_DIR "/recipes/ci/tiny.toml\"\n[model]\nkk = 64\n");
+  const std::string path =
+      dir.write("typo.toml", "base = \"" LINFORMER_SOURCE_DIR "/recipes/ci/tiny.toml\"\n[model]\nkk = 64\n");
   const auto r = run_linformer("train --recipe " + path + " --dump-recipe");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr(path + ":3:1: unknown key 'model.kk' (did you mean 'model.k'?)"));

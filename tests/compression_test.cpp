@@ -5,9 +5,9 @@
 // d_part is Pᵀ d_out (the adjoint identity <P(part), d_out> = <part, Pᵀ d_out>; for max, each
 // window's gradient at its first maximum) and the parameter gradient is Σ d_out partᵀ.
 
+#include "linformer/layers/compression.h"
 #include "linformer/core/rng.h"
 #include "linformer/layers/attention.h"
-#include "linformer/layers/compression.h"
 #include "linformer/model/mlm_model.h"
 #include "model_test_util.h"
 

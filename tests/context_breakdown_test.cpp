@@ -1,7 +1,7 @@
 // ContextBreakdown: which masked targets are copyable from their row, and their scores.
 
-#include "linformer/data/special_tokens.h"
 #include "linformer/infer/context_breakdown.h"
+#include "linformer/data/special_tokens.h"
 
 #include <gtest/gtest.h>
 
@@ -29,7 +29,8 @@ TEST(ContextBreakdown, GroupsTargetsByWhetherTheirWordIsElsewhereInTheRow) {
   constexpr int64_t V = 16;
   std::vector<float> logits(5 * V);  // (M, V)
   for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i)));
-  for (int j = 0; j < 5; ++j) logits[j * V + batch.target_ids[j]] = j == 1 ? 3.0f : -2.0f;  // only the second is predicted
+  for (int j = 0; j < 5; ++j)
+    logits[j * V + batch.target_ids[j]] = j == 1 ? 3.0f : -2.0f;  // only the second is predicted
   ContextBreakdown b;
   b.add(batch, TensorView<const float>(logits.data(), Shape{5, V}), nullptr);
 

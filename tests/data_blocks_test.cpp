@@ -42,7 +42,8 @@ TEST(Blocks, EosIsOneSentencePerBlockWithLongOnesInWindows) {
 TEST(Blocks, CompletePacksWholeSentencesAcrossDocuments) {
   // [3] + [4] > 6; [4] + [2] = 6 fits (across A|B); + [6] does not; [6] alone; [1] then the
   // 9-token sentence: [1] alone, a window of 6, and its last 3 tokens.
-  EXPECT_THAT(cut(BreakMode::complete), ::testing::ElementsAre(P{0, 3}, P{3, 6}, P{9, 6}, P{15, 1}, P{16, 6}, P{22, 3}));
+  EXPECT_THAT(cut(BreakMode::complete),
+              ::testing::ElementsAre(P{0, 3}, P{3, 6}, P{9, 6}, P{15, 1}, P{16, 6}, P{22, 3}));
 }
 
 TEST(Blocks, CompleteDocNeverCrossesADocument) {

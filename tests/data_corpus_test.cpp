@@ -19,9 +19,9 @@ namespace linformer::data {
 namespace {
 
 using config::CorpusFormat;
-using testing::TempDir;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::TempDir;
 
 const std::string kFixtures = std::string(LINFORMER_SOURCE_DIR) + "/tests/fixtures/corpus/";
 
@@ -84,29 +84,30 @@ TEST(Corpus, EachFileEndsADocument) {
 }
 
 TEST(Corpus, WikiExtractorDocs) {
-  EXPECT_THAT(read_all(inputs({kFixtures + "wiki.txt"})),
-              ElementsAre(ElementsAre("Anarchism", "Anarchism is a political philosophy.",
-                                      "It is sceptical of authority."),
-                          ElementsAre("Autism", "Autism is a neurodevelopmental condition.")));
+  EXPECT_THAT(
+      read_all(inputs({kFixtures + "wiki.txt"})),
+      ElementsAre(ElementsAre("Anarchism", "Anarchism is a political philosophy.", "It is sceptical of authority."),
+                  ElementsAre("Autism", "Autism is a neurodevelopmental condition.")));
 }
 
 // An unclosed <doc> was merged silently into the next document (issue 48, item 15): it ends at
 // the next <doc>, with a warning naming the file and both lines.
 TEST(Corpus, AnUnclosedWikiExtractorDocEndsAtTheNextWithAWarning) {
   TempDir dir;
-  const std::string path = dir.write("wiki_unclosed", "<doc id=\"1\" title=\"A\">\nA\nFirst text.\n\n"
-                                                      "<doc id=\"2\" title=\"B\">\nB\nSecond text.\n</doc>\n"
-                                                      "<doc id=\"3\" title=\"C\">\nC\n</doc>\n");
+  const std::string path = dir.write("wiki_unclosed",
+                                     "<doc id=\"1\" title=\"A\">\nA\nFirst text.\n\n"
+                                     "<doc id=\"2\" title=\"B\">\nB\nSecond text.\n</doc>\n"
+                                     "<doc id=\"3\" title=\"C\">\nC\n</doc>\n");
   testing::LogCapture log;
-  EXPECT_THAT(read_all(inputs({path})), ElementsAre(ElementsAre("A", "First text."), ElementsAre("B", "Second text."),
-                                                    ElementsAre("C")));
+  EXPECT_THAT(read_all(inputs({path})),
+              ElementsAre(ElementsAre("A", "First text."), ElementsAre("B", "Second text."), ElementsAre("C")));
   EXPECT_THAT(log.text(), HasSubstr(path + ":5: the <doc> opened at " + path + ":1 has no </doc> before this <doc>"));
 }
 
 TEST(Corpus, JsonLinesSplitTextIntoSentencesAndSkipEmptyDocuments) {
   EXPECT_THAT(read_all(inputs({kFixtures + "docs.jsonl"})),
-              ElementsAre(ElementsAre("Hello world.", "Second paragraph.", "Third one."),
-                          ElementsAre("Only one line"), ElementsAre("caf\xC3\xA9 \xE2\x96\x81 done")));
+              ElementsAre(ElementsAre("Hello world.", "Second paragraph.", "Third one."), ElementsAre("Only one line"),
+                          ElementsAre("caf\xC3\xA9 \xE2\x96\x81 done")));
 }
 
 TEST(Corpus, JsonLinesOtherField) {
@@ -189,8 +190,8 @@ TEST(Corpus, LinesLongerThanTheSentenceLimitAreCutAtSpaces) {
   const std::string no_spaces(kMaxSentenceBytes + 10, 'y');
   const std::string accents = std::string(kMaxSentenceBytes - 1, 'z') + "éé";  // the limit falls inside an é
   CorpusStats stats;
-  const auto docs = read_all(inputs({dir.write("l.txt", words + "\n\n" + no_spaces + "\n\n" + accents + "\nshort")}),
-                             &stats);
+  const auto docs =
+      read_all(inputs({dir.write("l.txt", words + "\n\n" + no_spaces + "\n\n" + accents + "\nshort")}), &stats);
   ASSERT_EQ(docs.size(), 3u);
   EXPECT_EQ(stats.long_lines_cut, 3);
   std::string joined;
@@ -210,13 +211,13 @@ TEST(Corpus, LinesLongerThanTheSentenceLimitAreCutAtSpaces) {
 TEST(Corpus, PipesAreReadOnceAndDetectedFromTheirStream) {
   TempDir dir;
   const std::string fifo = (dir.path() / "fifo").string();
-  for (const std::string& contents : {std::string("{\"text\": \"one\"}\n{\"text\": \"two\"}\n"),
-                                     std::string("<doc id=\"1\">\nTitle\nbody\n</doc>\n"), std::string("a\nb\n\nc\n")}) {
+  for (const std::string& contents :
+       {std::string("{\"text\": \"one\"}\n{\"text\": \"two\"}\n"), std::string("<doc id=\"1\">\nTitle\nbody\n</doc>\n"),
+        std::string("a\nb\n\nc\n")}) {
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
     const std::string file = dir.write("contents", contents);
-    const auto writer = std::async(std::launch::async, [&] {
-      testing::run_command("cat '" + file + "' > '" + fifo + "'");
-    });
+    const auto writer =
+        std::async(std::launch::async, [&] { testing::run_command("cat '" + file + "' > '" + fifo + "'"); });
     const auto from_pipe = read_all(inputs({fifo}));
     writer.wait();
     std::filesystem::remove(fifo);
@@ -227,8 +228,12 @@ TEST(Corpus, PipesAreReadOnceAndDetectedFromTheirStream) {
 
 TEST(CorpusErrors, BinaryFilesAreNotText) {
   TempDir dir;
-  const std::string elf = dir.write("program", std::string("\x7f" "ELF\x02\x01\x01\0\0\0", 10) + std::string(4000, 'a'));
-  EXPECT_THAT(error_of(inputs({elf})), HasSubstr("corpus file '" + elf + "' is not text: its first 4010 bytes hold 3 NUL"));
+  const std::string elf = dir.write("program", std::string("\x7f"
+                                                           "ELF\x02\x01\x01\0\0\0",
+                                                           10) +
+                                                   std::string(4000, 'a'));
+  EXPECT_THAT(error_of(inputs({elf})),
+              HasSubstr("corpus file '" + elf + "' is not text: its first 4010 bytes hold 3 NUL"));
   std::string controls(1000, 'a');
   for (int i = 0; i < 20; ++i) controls[static_cast<size_t>(i * 50)] = '\x01';
   const std::string control_file = dir.write("controls.txt", controls);

@@ -129,12 +129,15 @@ TEST(Labelled, EmptyTextsAreRefusedNamingFileAndLine) {
     }
     return "no error";
   };
-  const std::string jsonl = dir.write("t.jsonl", "{\"text\": \"ka lo\", \"label\": \"a\"}\n"
-                                                 "{\"text\": \"\", \"label\": \"b\"}\n");
+  const std::string jsonl = dir.write("t.jsonl",
+                                      "{\"text\": \"ka lo\", \"label\": \"a\"}\n"
+                                      "{\"text\": \"\", \"label\": \"b\"}\n");
   EXPECT_THAT(error_of([&] { read_labelled_file(jsonl, tokenizer(), options); }),
               HasSubstr(jsonl + ":2: the text (field \"text\") is empty"));
   const std::string blank = dir.write("blank.jsonl", "{\"text\": \" \\n \", \"label\": \"b\"}\n");
-  EXPECT_THAT(error_of([&] { read_labelled_file(blank, tokenizer(), options, {"a", "b"}); }),
+  EXPECT_THAT(error_of([&] {
+                read_labelled_file(blank, tokenizer(), options, {"a", "b"});
+              }),
               HasSubstr(blank + ":1: the text (field \"text\") is empty"));
   dir.write("folders/a/1.txt", "ka lo\n");
   const std::string empty_file = dir.write("folders/b/2.txt", "\n\n");
@@ -146,8 +149,9 @@ TEST(Labelled, EmptyTextsAreRefusedNamingFileAndLine) {
               HasSubstr(nothing + ": the document is empty"));
   EXPECT_THAT(error_of([&] { read_documents_to_classify({jsonl}, tokenizer(), options, sources); }),
               HasSubstr(jsonl + ":2: the text (field \"text\") is empty"));
-  EXPECT_THAT(error_of([&] { read_documents_to_classify({dir.write("none.jsonl", "\n")}, tokenizer(), options, sources); }),
-              HasSubstr("no documents to classify"));
+  EXPECT_THAT(
+      error_of([&] { read_documents_to_classify({dir.write("none.jsonl", "\n")}, tokenizer(), options, sources); }),
+      HasSubstr("no documents to classify"));
 }
 
 }  // namespace

@@ -28,7 +28,9 @@ std::vector<int32_t> make_row(uint64_t seed, int length) {
   std::vector<int32_t> row(kN, kPadId);
   row[0] = kBosId;
   for (int t = 1; t < length; ++t)
-    row[t] = t % 20 == 0 ? kEosId : t % 50 == 0 ? kUnkId : kFirstOrdinaryId + static_cast<int32_t>(rng.below(kVocab - 5));
+    row[t] = t % 20 == 0   ? kEosId
+             : t % 50 == 0 ? kUnkId
+                           : kFirstOrdinaryId + static_cast<int32_t>(rng.below(kVocab - 5));
   return row;
 }
 
@@ -53,9 +55,12 @@ Tally run(const Masker& m, int rows) {
       EXPECT_TRUE(i == 0 || pos[i] > pos[i - 1]) << "positions are not increasing";
       EXPECT_GE(original[t], kFirstOrdinaryId) << "a special token or padding was selected";
       EXPECT_EQ(tgt[i], original[t]);
-      if (row[t] == kMaskId) ++tally.masked;
-      else if (row[t] != original[t]) ++tally.randomised;
-      else ++tally.kept;
+      if (row[t] == kMaskId)
+        ++tally.masked;
+      else if (row[t] != original[t])
+        ++tally.randomised;
+      else
+        ++tally.kept;
       EXPECT_TRUE(row[t] == kMaskId || (row[t] >= kFirstOrdinaryId && row[t] < kVocab)) << row[t];
     }
     for (int t = 0; t < kN; ++t) {
@@ -130,7 +135,8 @@ TEST(Masking, WholeWordsAreSelectedAndTreatedTogether) {
       if (rng.below(10) == 0) row.push_back(kEosId);
       const int begin = static_cast<int>(row.size());
       row.push_back(5 + static_cast<int32_t>(rng.below(95)));
-      for (uint64_t k = 0, extra = rng.below(4); k < extra; ++k) row.push_back(100 + static_cast<int32_t>(rng.below(900)));
+      for (uint64_t k = 0, extra = rng.below(4); k < extra; ++k)
+        row.push_back(100 + static_cast<int32_t>(rng.below(900)));
       spans.emplace_back(begin, static_cast<int>(row.size()));
     }
     const auto original = row;

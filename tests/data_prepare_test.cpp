@@ -16,18 +16,18 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <filesystem>
 #include <thread>
-#include <unistd.h>
 
 namespace linformer::data {
 namespace {
 
-using testing::run_linformer;
-using testing::TempDir;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::run_linformer;
+using testing::TempDir;
 namespace fs = std::filesystem;
 
 constexpr int kDocs = 40, kSentencesPerDoc = 6;
@@ -76,8 +76,7 @@ TEST(Prepare, WritesTokenizerShardsAndMeta) {
   EXPECT_GE(p.test.document_count(), 1u);
   EXPECT_EQ(p.meta["summary"]["documents"], kDocs);
   EXPECT_EQ(p.meta["summary"]["sentences"], kDocs * kSentencesPerDoc);
-  EXPECT_EQ(p.meta["summary"]["tokens"],
-            p.train.token_count() + p.valid.token_count() + p.test.token_count());
+  EXPECT_EQ(p.meta["summary"]["tokens"], p.train.token_count() + p.valid.token_count() + p.test.token_count());
   // The unigram baseline of each held-out split, from the training split's counts.
   const UnigramModel unigram(p.train);
   EXPECT_DOUBLE_EQ(p.meta["unigram"]["valid_perplexity"].get<double>(), unigram.perplexity(p.valid));
@@ -298,8 +297,10 @@ TEST(PrepareErrors, ATokenizerSampleThatCannotFitIsRefusedNamingTheKey) {
     }
     EXPECT_TRUE(s.leftovers().empty()) << s.leftovers().front();
   };
-  refused(16u << 20, fmt::format("{:.1f} MiB (at most: data.tokenizer_max_bytes, or the corpus's size)",
-                                 static_cast<double>(file_bytes) / kMiB), before);
+  refused(16u << 20,
+          fmt::format("{:.1f} MiB (at most: data.tokenizer_max_bytes, or the corpus's size)",
+                      static_cast<double>(file_bytes) / kMiB),
+          before);
   refused(static_cast<uint64_t>(after) - 1,
           fmt::format("{:.1f} MiB ({} sentences)", static_cast<double>(text_bytes) / kMiB, kDocs * kSentencesPerDoc),
           after);
@@ -326,8 +327,8 @@ TEST(PrepareErrors, ASecondPrepareOnOnePreparedDirIsRefusedWithTheHoldersPid) {
     const FileLock held(s.out + ".lock", "test");
     const auto r = s.prepare();
     EXPECT_EQ(r.exit_code, 1) << r.output;
-    EXPECT_THAT(r.output, HasSubstr("prepared directory '" + s.out + "' is in use by process " +
-                                    std::to_string(::getpid())));
+    EXPECT_THAT(r.output,
+                HasSubstr("prepared directory '" + s.out + "' is in use by process " + std::to_string(::getpid())));
     EXPECT_THAT(s.leftovers(), ::testing::IsEmpty());
   }
   EXPECT_EQ(s.prepare().exit_code, 0);
@@ -357,11 +358,12 @@ TEST(PrepareErrors, SighupLeavesNothingHalfWritten) {
   const std::string pipe = (s.dir.path() / "corpus" / "stalled.txt").string();
   const std::string text = testing::synthetic_text(kDocs, kSentencesPerDoc, 3);
   s.dir.write("corpus/stalled.source", text.substr(0, text.size() / 2));
-  const auto r = testing::run_command(
-      "mkfifo '" + pipe + "' && cd '" LINFORMER_SOURCE_DIR "' && { { cat '" + pipe.substr(0, pipe.size() - 4) +
-      ".source'; exec sleep 30; } > '" + pipe + "' 2>/dev/null & writer=$!; '" LINFORMER_BINARY "' prepare --recipe " + s.recipe +
-      " --set 'data.corpus=[\"" + pipe + "\"]' & pid=$!; sleep 1; kill -HUP $pid; wait $pid; echo exit=$?; "
-      "kill $writer; }");
+  const auto r = testing::run_command("mkfifo '" + pipe + "' && cd '" LINFORMER_SOURCE_DIR "' && { { cat '" +
+                                      pipe.substr(0, pipe.size() - 4) + ".source'; exec sleep 30; } > '" + pipe +
+                                      "' 2>/dev/null & writer=$!; '" LINFORMER_BINARY "' prepare --recipe " + s.recipe +
+                                      " --set 'data.corpus=[\"" + pipe +
+                                      "\"]' & pid=$!; sleep 1; kill -HUP $pid; wait $pid; echo exit=$?; "
+                                      "kill $writer; }");
   EXPECT_THAT(r.output, HasSubstr("exit=129")) << r.output;  // ended by the signal, not finished
   EXPECT_THAT(s.leftovers(), Not(::testing::Contains("prepared")));
   fs::remove(pipe);

@@ -77,7 +77,8 @@ TEST(SentenceSampler, DeterministicInTheSeedAndNotTheSame) {
   const auto sample = [](uint64_t seed) {
     SentenceSampler s(kNoCountBound, 3000, seed);
     Rng lengths(7);
-    for (int i = 0; i < 1000; ++i) s.add(std::string(1 + lengths.below(200), 'a' + static_cast<char>(i % 26)) + std::to_string(i));
+    for (int i = 0; i < 1000; ++i)
+      s.add(std::string(1 + lengths.below(200), 'a' + static_cast<char>(i % 26)) + std::to_string(i));
     return s.take();
   };
   EXPECT_EQ(sample(42), sample(42));

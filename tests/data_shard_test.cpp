@@ -15,8 +15,8 @@
 namespace linformer::data {
 namespace {
 
-using testing::TempDir;
 using ::testing::HasSubstr;
+using testing::TempDir;
 namespace fs = std::filesystem;
 
 const std::vector<std::vector<int32_t>> kDocs = {{5, 6, 2, 7, 2}, {}, {299, 2}, {8, 9, 10, 11, 2, 12, 2}};
@@ -126,10 +126,10 @@ TEST(Shard, ClearErrorsForEachKindOfDamage) {
                         std::to_string(size) + " bytes hold"));
   EXPECT_THAT(forged(offsetof(ShardHeader, document_count), size),
               HasSubstr("its header counts " + std::to_string(size) + " documents, more than the file's"));
-  EXPECT_THAT(forged(offsetof(ShardHeader, token_count), h.token_count - 8),
-              HasSubstr("but the " + std::to_string(h.token_count - 8) + " tokens and " +
-                        std::to_string(h.document_count) + " documents its header counts take " +
-                        std::to_string(size - 16)));
+  EXPECT_THAT(
+      forged(offsetof(ShardHeader, token_count), h.token_count - 8),
+      HasSubstr("but the " + std::to_string(h.token_count - 8) + " tokens and " + std::to_string(h.document_count) +
+                " documents its header counts take " + std::to_string(size - 16)));
   std::string magic = good;
   magic[0] = 'X';
   EXPECT_THAT(open_error(dir.write("d.bin", magic)), HasSubstr("not a token shard"));

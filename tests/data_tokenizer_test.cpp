@@ -1,15 +1,14 @@
 // SentencePiece training and loading with the fixed special ids.
 
+#include "data_test_corpus.h"
 #include "linformer/core/check.h"
 #include "linformer/core/fs.h"
 #include "linformer/data/tokenizer.h"
-#include "data_test_corpus.h"
 #include "test_util.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sentencepiece_trainer.h>
-
 
 namespace linformer::data {
 namespace {

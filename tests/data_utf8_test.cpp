@@ -32,14 +32,14 @@ TEST(Utf8, InvalidBytesAreReplacedAndCounted) {
     int64_t replaced;
   };
   const Case cases[] = {
-      {"caf\xE9!", "caf" + kFffd + "!", 1},                 // Latin-1 byte
-      {"\x80\x80", kFffd + kFffd, 2},                         // stray continuation bytes
-      {"\xC0\xAF", kFffd + kFffd, 2},                         // overlong '/' (C0 is never valid)
-      {"\xE0\x80\xAF", kFffd + kFffd + kFffd, 3},             // overlong 3-byte form
-      {"\xED\xA0\x80", kFffd + kFffd + kFffd, 3},             // a UTF-16 surrogate
-      {"\xF4\x90\x80\x80", kFffd + kFffd + kFffd + kFffd, 4}, // above U+10FFFF
-      {"a\xE2\x96", "a" + kFffd, 1},                          // truncated at the end: one maximal subpart
-      {"\xE2\x96x", kFffd + "x", 1},                          // truncated before ASCII
+      {"caf\xE9!", "caf" + kFffd + "!", 1},                    // Latin-1 byte
+      {"\x80\x80", kFffd + kFffd, 2},                          // stray continuation bytes
+      {"\xC0\xAF", kFffd + kFffd, 2},                          // overlong '/' (C0 is never valid)
+      {"\xE0\x80\xAF", kFffd + kFffd + kFffd, 3},              // overlong 3-byte form
+      {"\xED\xA0\x80", kFffd + kFffd + kFffd, 3},              // a UTF-16 surrogate
+      {"\xF4\x90\x80\x80", kFffd + kFffd + kFffd + kFffd, 4},  // above U+10FFFF
+      {"a\xE2\x96", "a" + kFffd, 1},                           // truncated at the end: one maximal subpart
+      {"\xE2\x96x", kFffd + "x", 1},                           // truncated before ASCII
       {"\xFF", kFffd, 1},
   };
   for (const auto& c : cases) {

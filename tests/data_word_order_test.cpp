@@ -28,8 +28,7 @@ using Word = std::vector<std::pair<int32_t, int32_t>>;
 // The words of each sentence (run of ordinary ids) of row b, cut at the original ids' word starts.
 std::vector<std::vector<Word>> sentences(const Batch& batch, int b) {
   std::map<int64_t, int32_t> original;
-  for (size_t m = 0; m < batch.target_positions.size(); ++m)
-    original[batch.target_positions[m]] = batch.target_ids[m];
+  for (size_t m = 0; m < batch.target_positions.size(); ++m) original[batch.target_positions[m]] = batch.target_ids[m];
   std::vector<std::vector<Word>> out;
   bool in_sentence = false;
   for (int t = 0; t < batch.lengths[static_cast<size_t>(b)]; ++t) {
@@ -158,7 +157,8 @@ TEST(WordOrder, ASentenceOfOneRepeatedWordIsUnchanged) {
   batch.block_ids = {3};
   batch.input.assign(kN, kPadId);
   batch.input[0] = kBosId;
-  for (int t = 1; t < kN - 1; ++t) batch.input[static_cast<size_t>(t)] = t % 2 ? 20 : 21;  // the word (20, 21) again and again
+  for (int t = 1; t < kN - 1; ++t)
+    batch.input[static_cast<size_t>(t)] = t % 2 ? 20 : 21;  // the word (20, 21) again and again
   batch.target_positions = {4, 9};
   batch.target_ids = {21, 20};
   batch.input[4] = batch.input[9] = kMaskId;

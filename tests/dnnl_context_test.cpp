@@ -21,7 +21,8 @@ TEST(DnnlContext, RunsAMatmulThatMatchesANaiveLoop) {
       for (int p = 0; p < k; ++p) expected[i * n + j] += a[i * k + p] * b[p * n + j];
 
   auto& ctx = DnnlContext::get();
-  const dnnl::memory::desc a_md({m, k}, dt::f32, tag::ab), b_md({k, n}, dt::f32, tag::ab), c_md({m, n}, dt::f32, tag::ab);
+  const dnnl::memory::desc a_md({m, k}, dt::f32, tag::ab), b_md({k, n}, dt::f32, tag::ab),
+      c_md({m, n}, dt::f32, tag::ab);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), ctx.engine());
   dnnl::memory a_mem(a_md, ctx.engine(), a.data()), b_mem(b_md, ctx.engine(), b.data()),
       c_mem(c_md, ctx.engine(), c.data());

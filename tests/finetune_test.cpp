@@ -47,13 +47,20 @@ class Finetune : public testing::TrainFixture {
   }
 
   static std::vector<std::string> settings(std::vector<std::string> more = {}) {
-    std::vector<std::string> s = {"finetune.train=" + files_["train"], "finetune.valid=" + files_["valid"],
-                                  "finetune.test=" + files_["test"],   "train.max_epochs=6",
-                                  "train.max_updates=0",                "validation.every=0",
-                                  "validation.every_epochs=1",          "validation.mask_probability=0",
-                                  "checkpoint.every=0",                 "checkpoint.every_epochs=1",
-                                  "optim.lr=0.003",                     "optim.warmup_updates=10",
-                                  "finetune.classifier_dropout=0.1",    "model.dropout=0.1",
+    std::vector<std::string> s = {"finetune.train=" + files_["train"],
+                                  "finetune.valid=" + files_["valid"],
+                                  "finetune.test=" + files_["test"],
+                                  "train.max_epochs=6",
+                                  "train.max_updates=0",
+                                  "validation.every=0",
+                                  "validation.every_epochs=1",
+                                  "validation.mask_probability=0",
+                                  "checkpoint.every=0",
+                                  "checkpoint.every_epochs=1",
+                                  "optim.lr=0.003",
+                                  "optim.warmup_updates=10",
+                                  "finetune.classifier_dropout=0.1",
+                                  "model.dropout=0.1",
                                   "logging.every=5"};
     s.insert(s.end(), more.begin(), more.end());
     return s;
@@ -92,8 +99,9 @@ TEST_F(Finetune, FromAPretrainedCheckpointLearnsTheTask) {
   // classify: the fine-tuned checkpoint labels documents it never saw.
   TempDir docs;
   const std::string yes = docs.write("yes.txt", "trutrutru kalo mine.\n");
-  const auto r = testing::run_linformer("--log-level error classify --checkpoint " + list_checkpoints(run + "/checkpoints").back().path +
-                                        " " + yes + " " + files_["test"]);
+  const auto r =
+      testing::run_linformer("--log-level error classify --checkpoint " +
+                             list_checkpoints(run + "/checkpoints").back().path + " " + yes + " " + files_["test"]);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::istringstream lines(r.output);
   std::string line;
@@ -139,8 +147,9 @@ TEST_F(Finetune, SigtermThenTheHintedCommandEqualsAnUninterruptedRun) {
   const std::string run = (runs.path() / "run").string();
   std::string command = kBinary + " finetune --recipe " + recipe_ + " --checkpoint none --run-dir " + run;
   for (const auto& s : settings()) command += " --set '" + s + "'";
-  const auto r = testing::run_command(command + " 2>&1 & pid=$!; for i in $(seq 1200); do grep -q 'update 25/' '" + run +
-                                      "/train.log' 2>/dev/null && break; sleep 0.01; done; kill -TERM $pid; wait $pid");
+  const auto r =
+      testing::run_command(command + " 2>&1 & pid=$!; for i in $(seq 1200); do grep -q 'update 25/' '" + run +
+                           "/train.log' 2>/dev/null && break; sleep 0.01; done; kill -TERM $pid; wait $pid");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_THAT(r.output, HasSubstr("interrupted by SIGTERM")) << "the run ended before the signal";
   std::smatch hint;
@@ -218,9 +227,8 @@ TEST_F(Finetune, EveryTrainValidationAndCheckpointKeyTakesEffect) {
       << "every 5 updates and at the end";
   const auto [epochs, epochs_dir] = run({"validation.every_epochs=2"});
   EXPECT_EQ(updates_of(rows_of(metric_rows(epochs_dir), "valid")), (std::vector<int>{32, 64, 96}));
-  const auto [saved, saved_dir] =
-      run({"train.max_epochs=1", "checkpoint.every=6", "checkpoint.every_epochs=0", "checkpoint.keep_last=10",
-           "checkpoint.keep_best=false"});
+  const auto [saved, saved_dir] = run({"train.max_epochs=1", "checkpoint.every=6", "checkpoint.every_epochs=0",
+                                       "checkpoint.keep_last=10", "checkpoint.keep_best=false"});
   std::vector<int> checkpoints;
   for (const auto& c : list_checkpoints(saved_dir + "/checkpoints")) checkpoints.push_back(static_cast<int>(c.update));
   EXPECT_EQ(checkpoints, (std::vector<int>{6, 12, 16}));
@@ -302,7 +310,8 @@ TEST_F(Finetune, BadInputIsRefusedNamingTheKeyOrFile) {
   const std::string one_label = files.write("one.jsonl", "{\"text\": \"ka lo\", \"label\": \"yes\"}\n");
   EXPECT_THAT(error_of("none", {"finetune.train=" + one_label}), HasSubstr("classification needs at least two labels"));
   const std::string unknown = files.write("unknown.jsonl", "{\"text\": \"ka lo\", \"label\": \"maybe\"}\n");
-  EXPECT_THAT(error_of("none", {"finetune.valid=" + unknown}), HasSubstr(unknown + ": document 1 has the label 'maybe'"));
+  EXPECT_THAT(error_of("none", {"finetune.valid=" + unknown}),
+              HasSubstr(unknown + ": document 1 has the label 'maybe'"));
   const std::string no_text = files.write("no_text.jsonl", "{\"body\": \"ka lo\", \"label\": \"yes\"}\n");
   EXPECT_THAT(error_of("none", {"finetune.train=" + no_text}), HasSubstr(no_text + ":1: no string field \"text\""));
   EXPECT_THAT(error_of(runs.path().string(), {}), HasSubstr(runs.path().string()));  // not a checkpoint

@@ -11,9 +11,9 @@
 namespace linformer {
 namespace {
 
-using testing::TempDir;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::TempDir;
 namespace fs = std::filesystem;
 
 TEST(Fs, WriteAtomicCreatesAndReplacesWithoutLeftovers) {
@@ -43,9 +43,7 @@ TEST(Fs, ErrorsNameThePath) {
   EXPECT_THROW(read_file(missing_dir), Error);
 }
 
-TEST(Fs, TemporaryNamesAreDistinct) {
-  EXPECT_NE(temporary_path_for("a"), temporary_path_for("a"));
-}
+TEST(Fs, TemporaryNamesAreDistinct) { EXPECT_NE(temporary_path_for("a"), temporary_path_for("a")); }
 
 TEST(Logging, FileSinkAppendsToTheRunLog) {
   TempDir dir;

@@ -126,7 +126,8 @@ TEST(Matmul, TallProductsPackTheirWeightsToTheSameBitsAsThePlainProduct) {
     auto keep = [&](const std::vector<float>& c) { out.insert(out.end(), c.begin(), c.end()); };
     std::vector<float> c(M * N, 0.5f), d(M * K);
     const TensorView<const float> wt = TensorView<const float>(w.data(), Shape{N, K}).transpose(0, 1);
-    matmul(TensorView<const float>(a.data(), mk), wt, TensorView<float>(c.data(), mn), Accumulate::overwrite, bias.data());
+    matmul(TensorView<const float>(a.data(), mk), wt, TensorView<float>(c.data(), mn), Accumulate::overwrite,
+           bias.data());
     keep(c);
     matmul(TensorView<const float>(a.data(), mk), wt, TensorView<float>(c.data(), mn), Accumulate::add);
     keep(c);
@@ -135,7 +136,8 @@ TEST(Matmul, TallProductsPackTheirWeightsToTheSameBitsAsThePlainProduct) {
     keep(d);
     if (cpu_has_bf16()) {
       const TensorView<const bf16> w16t = TensorView<const bf16>(w16.data(), Shape{N, K}).transpose(0, 1);
-      matmul(TensorView<const bf16>(a16.data(), mk), w16t, TensorView<float>(c.data(), mn), Accumulate::add, bias.data());
+      matmul(TensorView<const bf16>(a16.data(), mk), w16t, TensorView<float>(c.data(), mn), Accumulate::add,
+             bias.data());
       keep(c);
       std::vector<bf16> c16(M * N);
       matmul(TensorView<const bf16>(a16.data(), mk), w16t, TensorView<bf16>(c16.data(), mn), bias.data());
@@ -158,8 +160,9 @@ TEST(Matmul, TallProductsPackTheirWeightsToTheSameBitsAsThePlainProduct) {
       for (int64_t p = 0; p < K; ++p) ref += static_cast<double>(a[i * K + p]) * w[j * K + p];
       ASSERT_NEAR(packed[i * N + j], ref, 1e-4) << i << "," << j;
     }
-  if (matmul_runs_avx2_sgemm()) GTEST_SKIP() << "AVX2 only (oneDNN ISA " << dnnl_cpu_isa_name()
-                                             << "): its sgemm takes no blocked weights, both runs were plain products";
+  if (matmul_runs_avx2_sgemm())
+    GTEST_SKIP() << "AVX2 only (oneDNN ISA " << dnnl_cpu_isa_name()
+                 << "): its sgemm takes no blocked weights, both runs were plain products";
   if (built_now) {
     EXPECT_GE(packed_now, 3u) << "the tall products did not pack their weights";
   }
@@ -231,8 +234,7 @@ TEST(LayerNorm, ForwardAndBackwardMatchNaive) {
       ref_dbeta[c] += dy[r * C + c];
     }
     // The textbook formula written out separately: dx = rstd/C · (C g - Σg - xhat Σ(g xhat)).
-    for (int64_t c = 0; c < C; ++c)
-      ASSERT_NEAR(dx[r * C + c], rs / C * (C * g[c] - sum_g - xhat[c] * sum_gx), 1e-4);
+    for (int64_t c = 0; c < C; ++c) ASSERT_NEAR(dx[r * C + c], rs / C * (C * g[c] - sum_g - xhat[c] * sum_gx), 1e-4);
   }
   for (int64_t c = 0; c < C; ++c) {
     EXPECT_NEAR(dgamma[c], ref_dgamma[c], 1e-4);
@@ -246,8 +248,8 @@ TEST(LayerNorm, Bf16OutputIsTheRoundingOfTheF32One) {
   std::vector<float> y(rows * C), y_fused(rows * C), mean(rows), rstd(rows), mean_fused(rows), rstd_fused(rows);
   std::vector<bf16> y_bf16(rows * C);
   layer_norm_forward(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data(), rows, C, 1e-5f);
-  layer_norm_forward(x.data(), gamma.data(), beta.data(), y_fused.data(), mean_fused.data(), rstd_fused.data(), rows,
-                     C, 1e-5f, y_bf16.data());
+  layer_norm_forward(x.data(), gamma.data(), beta.data(), y_fused.data(), mean_fused.data(), rstd_fused.data(), rows, C,
+                     1e-5f, y_bf16.data());
   EXPECT_EQ(mean_fused, mean);
   EXPECT_EQ(rstd_fused, rstd);
   for (int64_t i = 0; i < rows * C; ++i) {
@@ -412,7 +414,8 @@ TEST(Gelu, ForwardAndBackwardMatchTheErfForm) {
     // Central difference in double of the same formula.
     const double h = 1e-5;
     const double fd = (0.5 * (xi + h) * (1 + std::erf((xi + h) / std::sqrt(2.0))) -
-                       0.5 * (xi - h) * (1 + std::erf((xi - h) / std::sqrt(2.0)))) / (2 * h);
+                       0.5 * (xi - h) * (1 + std::erf((xi - h) / std::sqrt(2.0)))) /
+                      (2 * h);
     EXPECT_NEAR(dx[i], fd, 1e-5);
   }
 }
@@ -429,7 +432,8 @@ TEST(CrossEntropy, Bf16GradientIsTheRoundedF32OneAndItsColumnSumsAreAddColumnSum
   std::vector<bf16> grad(rows * V);
   const auto a = cross_entropy(f32.data(), targets.data(), rows, V, scale);
   add_column_sums(f32.data(), rows, V, V, sums.data());
-  const auto b = cross_entropy_bf16_gradient(kept.data(), targets.data(), rows, V, scale, grad.data(), fused_sums.data());
+  const auto b =
+      cross_entropy_bf16_gradient(kept.data(), targets.data(), rows, V, scale, grad.data(), fused_sums.data());
   EXPECT_EQ(a.loss_sum, b.loss_sum);
   EXPECT_EQ(a.correct, b.correct);
   for (int64_t i = 0; i < rows * V; ++i) {
@@ -499,9 +503,9 @@ TEST(Dropout, MaskIsTheScalarPhiloxOfTheElementIndex) {
   std::vector<float> x = random_vector(n, 11), y(n);
   dropout_apply(x.data(), y.data(), n, p, seed, stream);
   for (int64_t i = 0; i < n; ++i) {
-    const PhiloxCounter w = philox4x32_10({static_cast<uint32_t>(i / 8), 0, static_cast<uint32_t>(stream),
-                                           static_cast<uint32_t>(stream >> 32)},
-                                          {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+    const PhiloxCounter w = philox4x32_10(
+        {static_cast<uint32_t>(i / 8), 0, static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32)},
+        {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
     const uint32_t u = (w[(i % 8) / 2] >> (16 * (i % 2))) & 0xFFFFu;
     ASSERT_FLOAT_EQ(y[i], u >= static_cast<uint32_t>(0.25 * 65536) ? x[i] / 0.75f : 0.0f) << i;
     ASSERT_EQ(y[i] == 0.0f, u < static_cast<uint32_t>(0.25 * 65536)) << i;
@@ -515,7 +519,7 @@ TEST(Dropout, AddIsTheResidualOfTheSameMaskInOnePass) {
   dropout_apply(branch.data(), dropped.data(), n, 0.1f, 5, 6);
   dropout_add(x.data(), branch.data(), y.data(), n, 0.1f, 5, 6);
   for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], x[i] + dropped[i], 1e-6f) << i;  // (may be one fused multiply-add)
-  std::vector<float> in_place = branch;  // y aliasing branch
+  std::vector<float> in_place = branch;                                              // y aliasing branch
   dropout_add(x.data(), in_place.data(), in_place.data(), n, 0.1f, 5, 6);
   EXPECT_EQ(in_place, y);
   in_place = x;  // y aliasing x

@@ -135,22 +135,20 @@ TEST(LastBlockRowsQuantum, CountsWithinAQuantumReuseTheLastBlocksPrimitives) {
 
 const nlohmann::json kFull = {{"attention", "full"}, {"k_per_layer", nlohmann::json::array()}};
 
-INSTANTIATE_TEST_SUITE_P(EveryAttention, LastBlockRows,
-                         ::testing::Values(Case{"full_post", kFull},
-                                           Case{"full_pre", {{"attention", "full"}, {"k_per_layer", nlohmann::json::array()},
-                                                             {"norm", "pre"}}},
-                                           Case{"headwise_post", {{"sharing", "headwise"}}},
-                                           Case{"headwise_pre", {{"sharing", "headwise"}, {"norm", "pre"}}},
-                                           Case{"kv", {{"sharing", "kv"}}},
-                                           Case{"layerwise_pre", {{"sharing", "layerwise"}, {"norm", "pre"}}},
-                                           Case{"mean", {{"projection", "mean"}}},
-                                           Case{"conv", {{"projection", "conv"}}},
-                                           // Projecting before compressing: in_proj in two parts.
-                                           Case{"none", {{"sharing", "none"}}},
-                                           Case{"none_pre", {{"sharing", "none"}, {"norm", "pre"}}},
-                                           Case{"max", {{"projection", "max"}}},
-                                           Case{"conv_per_head", {{"projection", "conv"}, {"sharing", "none"}}}),
-                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    EveryAttention, LastBlockRows,
+    ::testing::Values(Case{"full_post", kFull},
+                      Case{"full_pre",
+                           {{"attention", "full"}, {"k_per_layer", nlohmann::json::array()}, {"norm", "pre"}}},
+                      Case{"headwise_post", {{"sharing", "headwise"}}},
+                      Case{"headwise_pre", {{"sharing", "headwise"}, {"norm", "pre"}}}, Case{"kv", {{"sharing", "kv"}}},
+                      Case{"layerwise_pre", {{"sharing", "layerwise"}, {"norm", "pre"}}},
+                      Case{"mean", {{"projection", "mean"}}}, Case{"conv", {{"projection", "conv"}}},
+                      // Projecting before compressing: in_proj in two parts.
+                      Case{"none", {{"sharing", "none"}}}, Case{"none_pre", {{"sharing", "none"}, {"norm", "pre"}}},
+                      Case{"max", {{"projection", "max"}}},
+                      Case{"conv_per_head", {{"projection", "conv"}, {"sharing", "none"}}}),
+    [](const auto& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace linformer

@@ -1,6 +1,6 @@
+#include "linformer/train/metrics_log.h"
 #include "linformer/core/check.h"
 #include "linformer/core/fs.h"
-#include "linformer/train/metrics_log.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>

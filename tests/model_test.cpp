@@ -19,9 +19,9 @@
 namespace linformer {
 namespace {
 
+using ::testing::HasSubstr;
 using testing::OwnedBatch;
 using testing::TempDir;
-using ::testing::HasSubstr;
 
 void perturb(Parameters& params, uint64_t seed, float scale) {
   Rng rng(seed);
@@ -90,11 +90,17 @@ TEST_P(FiniteDifferences, EveryParameterTensor) {
 // Every attention, sharing, projection and norm variant, with and without dropout.
 std::vector<FdCase> model_variants() {
   return {FdCase{"full_post", {{"attention", "full"}}, false},
-          FdCase{"full_pre_dropout", {{"attention", "full"}, {"norm", "pre"}, {"dropout", 0.2},
-                                      {"attention_dropout", 0.2}, {"activation_dropout", 0.2}}, true},
+          FdCase{"full_pre_dropout",
+                 {{"attention", "full"},
+                  {"norm", "pre"},
+                  {"dropout", 0.2},
+                  {"attention_dropout", 0.2},
+                  {"activation_dropout", 0.2}},
+                 true},
           FdCase{"linformer_none", {{"sharing", "none"}}, false},
-          FdCase{"linformer_headwise_dropout", {{"dropout", 0.1}, {"attention_dropout", 0.3},
-                                                {"activation_dropout", 0.1}}, true},
+          FdCase{"linformer_headwise_dropout",
+                 {{"dropout", 0.1}, {"attention_dropout", 0.3}, {"activation_dropout", 0.1}},
+                 true},
           FdCase{"linformer_layerwise", {{"sharing", "layerwise"}}, false},
           FdCase{"linformer_conv_none", {{"projection", "conv"}, {"sharing", "none"}}, false},
           FdCase{"linformer_mean_pre", {{"projection", "mean"}, {"norm", "pre"}}, false},
@@ -197,22 +203,22 @@ TEST_P(PaddingInvariance, OutputsAndGradientsDoNotDependOnPadding) {
       alone.targets.push_back(tight.targets[m]);
     }
   model.forward(alone.view(), Pass{false, 0, 0});
-  std::vector<float> alone_out(model.encoder_output().data(), model.encoder_output().data() + tight.lengths[2] * spec.d_model);
+  std::vector<float> alone_out(model.encoder_output().data(),
+                               model.encoder_output().data() + tight.lengths[2] * spec.d_model);
   model.forward(tight.view(), Pass{false, 0, 0});
   for (int64_t t = 0; t < tight.lengths[2]; ++t)
     for (int64_t c = 0; c < spec.d_model; ++c)
       ASSERT_NEAR(model.encoder_output()(2, t, c), alone_out[t * spec.d_model + c], 1e-5);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Model, PaddingInvariance,
-    ::testing::Values(FdCase{"full", {{"attention", "full"}}, false},
-                      FdCase{"linformer_linear", {}, false},
-                      FdCase{"linformer_none_pre", {{"sharing", "none"}, {"norm", "pre"}}, false},
-                      FdCase{"linformer_mean", {{"projection", "mean"}}, false},
-                      FdCase{"linformer_max", {{"projection", "max"}}, false},
-                      FdCase{"linformer_conv", {{"projection", "conv"}}, false}),
-    [](const ::testing::TestParamInfo<FdCase>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Model, PaddingInvariance,
+                         ::testing::Values(FdCase{"full", {{"attention", "full"}}, false},
+                                           FdCase{"linformer_linear", {}, false},
+                                           FdCase{"linformer_none_pre", {{"sharing", "none"}, {"norm", "pre"}}, false},
+                                           FdCase{"linformer_mean", {{"projection", "mean"}}, false},
+                                           FdCase{"linformer_max", {{"projection", "max"}}, false},
+                                           FdCase{"linformer_conv", {{"projection", "conv"}}, false}),
+                         [](const ::testing::TestParamInfo<FdCase>& info) { return info.param.name; });
 
 // ---- determinism, dropout, accumulation ---------------------------------------------------
 
@@ -224,7 +230,8 @@ TEST(Model, SinusoidalPositionsAreFixedWithTheScaleOfALearnedTable) {
   MlmModel model(spec, batch.B, batch.B * batch.T);
   model.params().initialize(5);
   const auto& table = model.params().table();
-  const auto entry = std::find_if(table.begin(), table.end(), [](const auto& p) { return p.name == "embed.positions"; });
+  const auto entry =
+      std::find_if(table.begin(), table.end(), [](const auto& p) { return p.name == "embed.positions"; });
   ASSERT_NE(entry, table.end());
   EXPECT_FALSE(entry->trainable);
   const TensorView<float> positions = model.params().value("embed.positions");
@@ -266,7 +273,8 @@ TEST(Model, LocalProjectionInitIsMeanPoolingAndTheIdentityAtKEqualsN) {
     EXPECT_GT(std::abs(local - random), 1e-3 * std::abs(mean)) << sharing << ": the init made no difference";
   }
   const OwnedBatch unpadded = testing::random_batch(16, {16, 16}, 40, 7);
-  const double identity = eval_loss(testing::tiny_spec({{"projection_init", "local"}, {"k_per_layer", {16, 16}}}), unpadded);
+  const double identity =
+      eval_loss(testing::tiny_spec({{"projection_init", "local"}, {"k_per_layer", {16, 16}}}), unpadded);
   const double full = eval_loss(testing::tiny_spec({{"attention", "full"}}), unpadded);
   EXPECT_NEAR(identity, full, 1e-5 * std::abs(full));
 
@@ -350,8 +358,10 @@ TEST(Model, MaskedCountsWithinARowQuantumReuseTheHeadsMatmulPrimitives) {
   for (int64_t r = 0; r < all.B; ++r)
     for (int64_t t = 1; t < all.T; ++t) {  // every position but <s> masked: 45
       const int32_t p = static_cast<int32_t>(r * all.T + t);
-      if (all.ids[p] != 4) all.targets.push_back(all.ids[p]);
-      else all.targets.push_back(5);
+      if (all.ids[p] != 4)
+        all.targets.push_back(all.ids[p]);
+      else
+        all.targets.push_back(5);
       all.masked_positions.push_back(p);
       all.ids[p] = 4;
     }
@@ -421,8 +431,11 @@ TEST_P(InferenceModel, MatchesTheTrainingModelInLessMemory) {
   EXPECT_EQ(training.activation_bytes(), MlmModel::planned_activation_bytes(spec, batch.B, 16, WorkspaceUse::training));
   EXPECT_THAT([&] { inference.forward_backward(batch.view(), Pass{}, 1.0f); },
               ::testing::ThrowsMessage<Error>(HasSubstr("inference model")));
-  EXPECT_THAT([&] { inference.forward(batch.view(), Pass{true, 1, 1}); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("inference model")));
+  EXPECT_THAT(
+      [&] {
+        inference.forward(batch.view(), Pass{true, 1, 1});
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("inference model")));
 }
 
 TEST(InferenceModelChunks, FeedForwardInRowChunksMatchesOneChunk) {
@@ -436,7 +449,8 @@ TEST(InferenceModelChunks, FeedForwardInRowChunksMatchesOneChunk) {
   training.params().initialize(5);
   std::memcpy(inference.params().values().data(), training.params().values().data(),
               training.params().values().layout().bytes());
-  const double a = training.forward(batch.view(), Pass{}).loss_sum, b = inference.forward(batch.view(), Pass{}).loss_sum;
+  const double a = training.forward(batch.view(), Pass{}).loss_sum,
+               b = inference.forward(batch.view(), Pass{}).loss_sum;
   EXPECT_NEAR(a, b, 1e-6 * std::abs(a));
   const auto ea = training.encoder_output(), eb = inference.encoder_output();
   for (int64_t i = 0; i < ea.numel(); ++i) ASSERT_NEAR(ea.data()[i], eb.data()[i], 1e-5) << i;
@@ -444,7 +458,8 @@ TEST(InferenceModelChunks, FeedForwardInRowChunksMatchesOneChunk) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, InferenceModel,
                          ::testing::Values(nlohmann::json{{"attention", "full"}},
-                                           nlohmann::json{{"sharing", "layerwise"}, {"layers", 3}, {"k_per_layer", {4, 4, 4}}},
+                                           nlohmann::json{
+                                               {"sharing", "layerwise"}, {"layers", 3}, {"k_per_layer", {4, 4, 4}}},
                                            nlohmann::json{{"k_per_layer", {4, 8}}, {"norm", "pre"}},
                                            nlohmann::json{{"projection", "max"}, {"dropout", 0.1}}));
 
@@ -479,7 +494,8 @@ TEST(ModelSpec, DescriptionsAreCheckedLikeRecipes) {
   EXPECT_THAT(error_of({{"heads", 3}}), HasSubstr("model.heads = 3 must divide model.d_model = 16"));
   EXPECT_THAT(error_of({{"layers", 0}}), HasSubstr("model.layers = 0 is out of range: must be in [1, 10000]"));
   EXPECT_THAT(error_of({{"k_per_layer", {4, 40}}}), HasSubstr("exceeds data.seq_len = 16"));
-  EXPECT_THAT(error_of({{"sharing", "diagonal"}}), HasSubstr("model.sharing = \"diagonal\" is not one of none, headwise"));
+  EXPECT_THAT(error_of({{"sharing", "diagonal"}}),
+              HasSubstr("model.sharing = \"diagonal\" is not one of none, headwise"));
   EXPECT_THAT(error_of({{"d_model", "wide"}}), HasSubstr("model.d_model = \"wide\" has the wrong type"));
   EXPECT_EQ(error_of({{"sharing", "layerwise"}}), "no error");
   // The serialised spec reads back as the same spec.
@@ -507,7 +523,8 @@ TEST(WeightsFile, ClearErrorsForWrongFiles) {
   // Another shape: k = 8 instead of 4.
   const ModelSpec k8 = testing::tiny_spec({{"k_per_layer", {8, 8}}});
   Parameters other(k8, MlmModel::parameter_table(k8));
-  EXPECT_THAT(load_error(good, other), HasSubstr("tensor 'layers.0.attn.proj_e' has shape (4, 16), the model needs (8, 16)"));
+  EXPECT_THAT(load_error(good, other),
+              HasSubstr("tensor 'layers.0.attn.proj_e' has shape (4, 16), the model needs (8, 16)"));
   // A missing tensor: full attention has no projections, the Linformer model needs them.
   const ModelSpec full_spec = testing::tiny_spec({{"attention", "full"}});
   Parameters full(full_spec, MlmModel::parameter_table(full_spec));
@@ -522,12 +539,14 @@ TEST(WeightsFile, ClearErrorsForWrongFiles) {
   for (const auto& p : params.table()) {
     std::vector<int64_t> shape;
     for (int d = 0; d < p.shape.rank(); ++d) shape.push_back(p.shape[d]);
-    if (p.name == "embed.tokens") tensors.push_back({p.name, safetensors::DType::F64, shape, doubles.data()});
-    else tensors.push_back({p.name, safetensors::DType::F32, shape, params.value(p.name).data()});
+    if (p.name == "embed.tokens")
+      tensors.push_back({p.name, safetensors::DType::F64, shape, doubles.data()});
+    else
+      tensors.push_back({p.name, safetensors::DType::F32, shape, params.value(p.name).data()});
   }
   const std::string f64 = (dir.path() / "f64.safetensors").string();
-  safetensors::write(f64, tensors, {{"format", "linformer-weights"}, {"format_version", "1"},
-                                    {"model", nlohmann::json(spec).dump()}});
+  safetensors::write(
+      f64, tensors, {{"format", "linformer-weights"}, {"format_version", "1"}, {"model", nlohmann::json(spec).dump()}});
   EXPECT_THAT(load_error(f64, params), HasSubstr("tensor 'embed.tokens' is F64, expected F32"));
   // Not a weights file, truncated, and garbage.
   const std::string plain = (dir.path() / "plain.safetensors").string();

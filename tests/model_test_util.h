@@ -14,12 +14,24 @@ namespace linformer::testing {
 
 // A tiny model: L = 2, C = 16, H = 2, F = 32, n = 16, V = 40; `changes` overrides any field.
 inline ModelSpec tiny_spec(const nlohmann::json& changes = {}) {
-  nlohmann::json j = {{"layers", 2},          {"d_model", 16},        {"heads", 2},
-                      {"ffn_dim", 32},        {"seq_len", 16},        {"vocab_size", 40},
-                      {"norm", "post"},       {"layer_norm_eps", 1e-5}, {"init_std", 0.2},
-                      {"attention", "linformer"}, {"k_per_layer", {4, 4}}, {"sharing", "headwise"},
-                      {"projection", "linear"}, {"freeze_projection", false}, {"projection_init", "normal"},
-                      {"dropout", 0.0}, {"attention_dropout", 0.0}, {"activation_dropout", 0.0}};
+  nlohmann::json j = {{"layers", 2},
+                      {"d_model", 16},
+                      {"heads", 2},
+                      {"ffn_dim", 32},
+                      {"seq_len", 16},
+                      {"vocab_size", 40},
+                      {"norm", "post"},
+                      {"layer_norm_eps", 1e-5},
+                      {"init_std", 0.2},
+                      {"attention", "linformer"},
+                      {"k_per_layer", {4, 4}},
+                      {"sharing", "headwise"},
+                      {"projection", "linear"},
+                      {"freeze_projection", false},
+                      {"projection_init", "normal"},
+                      {"dropout", 0.0},
+                      {"attention_dropout", 0.0},
+                      {"activation_dropout", 0.0}};
   if (changes.is_object()) j.update(changes);
   return j.get<ModelSpec>();
 }
@@ -31,7 +43,12 @@ struct OwnedBatch {
   std::vector<int32_t> ids, lengths, masked_positions, targets;
 
   MlmBatchView view() const {
-    return {B, T, ids.data(), lengths.data(), static_cast<int64_t>(masked_positions.size()), masked_positions.data(),
+    return {B,
+            T,
+            ids.data(),
+            lengths.data(),
+            static_cast<int64_t>(masked_positions.size()),
+            masked_positions.data(),
             targets.data()};
   }
 };

@@ -187,8 +187,8 @@ TEST(AdamW, StepsMatchThePyTorchReference) {
   MlmModel model(spec, batch.B, batch.B * batch.T);
   model.params().initialize(4);
   testing::TempDir dir;
-  const std::string weights = (dir.path() / "w.safetensors").string(), batch_file = (dir.path() / "b.safetensors").string(),
-                    out = (dir.path() / "o.safetensors").string();
+  const std::string weights = (dir.path() / "w.safetensors").string(),
+                    batch_file = (dir.path() / "b.safetensors").string(), out = (dir.path() / "o.safetensors").string();
   save_weights(weights, model.params());
   const int64_t M = static_cast<int64_t>(batch.masked_positions.size());
   using safetensors::DType;
@@ -199,9 +199,10 @@ TEST(AdamW, StepsMatchThePyTorchReference) {
                       {"targets", DType::I32, {M}, batch.targets.data()}},
                      {});
   const int steps = 4;
-  const auto run = testing::run_command(
-      "/usr/bin/python3 '" LINFORMER_SOURCE_DIR "/scripts/torch_reference.py' --weights '" + weights + "' --batch '" +
-      batch_file + "' --out '" + out + "' --adam-steps 4 --lr 0.003 --beta1 0.9 --beta2 0.98 --eps 1e-6 --weight-decay 0.01");
+  const auto run =
+      testing::run_command("/usr/bin/python3 '" LINFORMER_SOURCE_DIR "/scripts/torch_reference.py' --weights '" +
+                           weights + "' --batch '" + batch_file + "' --out '" + out +
+                           "' --adam-steps 4 --lr 0.003 --beta1 0.9 --beta2 0.98 --eps 1e-6 --weight-decay 0.01");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const auto ref = safetensors::File::read(out);
 

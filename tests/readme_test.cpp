@@ -48,8 +48,10 @@ TEST(Readme, EveryCitedTestExists) {
     const std::string doc = text.str();
     for (auto it = std::sregex_iterator(doc.begin(), doc.end(), cited); it != std::sregex_iterator(); ++it, ++count) {
       const std::string suite = (*it)[1], name = (*it)[2];
-      if (name == "*") EXPECT_TRUE(suites.count(suite)) << file << " cites `" << suite << ".*`: no such suite";
-      else EXPECT_TRUE(tests.count(suite + "." + name)) << file << " cites `" << suite << "." << name << "`: no such test";
+      if (name == "*")
+        EXPECT_TRUE(suites.count(suite)) << file << " cites `" << suite << ".*`: no such suite";
+      else
+        EXPECT_TRUE(tests.count(suite + "." + name)) << file << " cites `" << suite << "." << name << "`: no such test";
     }
   }
   EXPECT_GT(count, 30) << "the citation pattern no longer finds the cited tests";

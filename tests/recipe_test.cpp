@@ -75,10 +75,10 @@ TEST(Recipe, InheritsFromBasesRelativeToEachFile) {
   dir.write("root.toml", "[model]\nlayers = 6\nheads = 8\n[data]\nseq_len = 256\n");
   dir.write("family/base.toml", "base = \"../root.toml\"\n[model]\nlayers = 3\nk = 64\n");
   const Recipe r = load_recipe(dir.write("family/child.toml", "base = \"base.toml\"\n[model]\nk = 32\n"));
-  EXPECT_EQ(r.model.heads, 8);      // from root
-  EXPECT_EQ(r.data.seq_len, 256);   // from root
-  EXPECT_EQ(r.model.layers, 3);     // base overrides root
-  EXPECT_EQ(r.model.k, 32);         // child overrides base
+  EXPECT_EQ(r.model.heads, 8);     // from root
+  EXPECT_EQ(r.data.seq_len, 256);  // from root
+  EXPECT_EQ(r.model.layers, 3);    // base overrides root
+  EXPECT_EQ(r.model.k, 32);        // child overrides base
   EXPECT_EQ(r.name, "child");
 }
 
@@ -168,7 +168,8 @@ TEST(RecipeErrors, UnknownEnumValueListsTheChoices) {
 TEST(RecipeErrors, OutOfRangeValues) {
   TempDir dir;
   const std::string e = load_error(dir.write(
-      "r.toml", "[model]\nlayers = 0\ndropout = 1.0\n[masking]\nprobability = 1.5\n[data]\nvocab_size = 99999999999\n"));
+      "r.toml",
+      "[model]\nlayers = 0\ndropout = 1.0\n[masking]\nprobability = 1.5\n[data]\nvocab_size = 99999999999\n"));
   EXPECT_THAT(e, HasSubstr("model.layers = 0 is out of range: must be in [1, 10000]"));
   EXPECT_THAT(e, HasSubstr("model.dropout = 1.0 is out of range: must be in [0, 1)"));
   EXPECT_THAT(e, HasSubstr("masking.probability = 1.5 is out of range: must be in [0, 1]"));
@@ -180,10 +181,12 @@ TEST(RecipeErrors, OutOfRangeValues) {
               HasSubstr("model.layers = 2147483647 is out of range: must be in [1, 10000]"));
   EXPECT_THAT(load_error(dir.write("u.toml", "[train]\naccumulation = 2147483647\n")),
               HasSubstr("train.accumulation = 2147483647 is out of range: must be in [1, 65536]"));
-  EXPECT_THAT(load_error(dir.write("w.toml", "[data]\nseq_len = 1048576\n[model]\nk = 16\n[train]\naccumulation = 2\n"
-                                             "short_seq_len = 16\nshort_seq_updates = 1\n")),
+  EXPECT_THAT(load_error(dir.write("w.toml",
+                                   "[data]\nseq_len = 1048576\n[model]\nk = 16\n[train]\naccumulation = 2\n"
+                                   "short_seq_len = 16\nshort_seq_updates = 1\n")),
               HasSubstr("train.accumulation × data.seq_len / train.short_seq_len = 2 × 65536 micro-batches"));
-  EXPECT_NO_THROW(load_recipe(dir.write("v.toml", "threads = 1024\n[model]\nlayers = 10000\n[train]\naccumulation = 65536\n")));
+  EXPECT_NO_THROW(
+      load_recipe(dir.write("v.toml", "threads = 1024\n[model]\nlayers = 10000\n[train]\naccumulation = 65536\n")));
 }
 
 // int64's range ends just below 2^63, which double(INT64_MAX) rounds up to: the float 2^63 once
@@ -192,12 +195,14 @@ TEST(RecipeErrors, FloatIntegersAtTheEdgeOfTheirRange) {
   TempDir dir;
   EXPECT_THAT(load_error(dir.write("a.toml", "[train]\nmax_tokens = 9223372036854775808.0\n")),
               HasSubstr("train.max_tokens: float 9.2233720368547758e+18 does not fit in 64 bits"));
-  EXPECT_THAT(load_error(dir.write("c.toml", "[model]\nlayers = 2147483648.0\n")), HasSubstr("does not fit in 32 bits"));
+  EXPECT_THAT(load_error(dir.write("c.toml", "[model]\nlayers = 2147483648.0\n")),
+              HasSubstr("does not fit in 32 bits"));
   EXPECT_EQ(config::load_recipe(dir.write("d.toml", "[train]\nmax_tokens = 9223372036854774784.0\n")).train.max_tokens,
             int64_t{9223372036854774784});
   EXPECT_THAT(load_error(dir.write("e.toml", "[model]\nlayers = -2147483648.0\n")),
               HasSubstr("model.layers = -2147483648 is out of range"));  // fits, then breaks its rule
-  EXPECT_THAT(load_error(dir.write("f.toml", "[model]\nlayers = -2147483649.0\n")), HasSubstr("does not fit in 32 bits"));
+  EXPECT_THAT(load_error(dir.write("f.toml", "[model]\nlayers = -2147483649.0\n")),
+              HasSubstr("does not fit in 32 bits"));
 }
 
 // No option means anything at ±inf or nan: an infinite learning rate once trained to nan and
@@ -205,8 +210,8 @@ TEST(RecipeErrors, FloatIntegersAtTheEdgeOfTheirRange) {
 TEST(RecipeErrors, InfinityAndNanAreRefused) {
   TempDir dir;
   const std::string recipe = dir.write("r.toml", "seed = 1\n");
-  for (const std::string key : {"optim.lr", "model.init_std", "model.layer_norm_eps", "optim.adam_eps",
-                                "optim.weight_decay", "optim.power"})
+  for (const std::string key :
+       {"optim.lr", "model.init_std", "model.layer_norm_eps", "optim.adam_eps", "optim.weight_decay", "optim.power"})
     for (const std::string value : {"inf", "-inf", "nan"})
       EXPECT_THAT(load_error(recipe, {key + "=" + value}), HasSubstr(key + ": expected a finite number, got float"))
           << key << " = " << value;
@@ -218,7 +223,8 @@ TEST(RecipeErrors, RunNameStaysInsideRuns) {
   TempDir dir;
   const std::string recipe = dir.write("r.toml", "seed = 1\n");
   for (const std::string name : {"../escape", "a/b", "..", ".hidden", "/abs"})
-    EXPECT_THAT(load_error(recipe, {"name=\"" + name + "\""}), HasSubstr("must be a plain name (no '/', not starting with '.')"))
+    EXPECT_THAT(load_error(recipe, {"name=\"" + name + "\""}),
+                HasSubstr("must be a plain name (no '/', not starting with '.')"))
         << name;
   EXPECT_EQ(config::load_recipe(recipe, {"name=\"my-run.2\""}).name, "my-run.2");
 }
@@ -289,8 +295,10 @@ TEST(RecipeErrors, InconsistentCombinations) {
   EXPECT_THAT(load_error(path, {"train.short_seq_len=100"}), HasSubstr("train.short_seq_len = 100 must divide"));
   EXPECT_THAT(load_error(path, {"train.short_seq_len=512", "train.short_seq_updates=10"}),
               HasSubstr("must divide data.seq_len = 512 and be at least 2 and less than it"));
-  EXPECT_THAT(load_error(path, {"train.short_seq_len=128"}), HasSubstr("train.short_seq_len = 128 needs train.short_seq_updates"));
-  EXPECT_THAT(load_error(path, {"train.short_seq_updates=10"}), HasSubstr("train.short_seq_updates = 10 needs train.short_seq_len"));
+  EXPECT_THAT(load_error(path, {"train.short_seq_len=128"}),
+              HasSubstr("train.short_seq_len = 128 needs train.short_seq_updates"));
+  EXPECT_THAT(load_error(path, {"train.short_seq_updates=10"}),
+              HasSubstr("train.short_seq_updates = 10 needs train.short_seq_len"));
   EXPECT_THAT(load_error(path, {"train.short_seq_len=128", "train.short_seq_updates=10000", "train.max_updates=10000"}),
               HasSubstr("leaves no update of train.max_updates = 10000 on blocks of data.seq_len"));
   EXPECT_NO_THROW(load_recipe(path, {"train.short_seq_len=128", "train.short_seq_updates=10000", "train.max_updates=0",
@@ -310,13 +318,15 @@ TEST(RecipeErrors, ADecayingScheduleNeedsTrainMaxUpdates) {
   for (const std::string schedule : {"polynomial", "linear", "cosine"})
     for (const std::string stop : {"train.max_tokens=1000000", "train.max_minutes=5"}) {
       const std::string e = load_error(path, {"train.max_updates=0", stop, "optim.schedule=" + schedule});
-      EXPECT_THAT(e, HasSubstr("optim.schedule = \"" + schedule + "\" decays to optim.end_lr at the run's last update, "
+      EXPECT_THAT(e, HasSubstr("optim.schedule = \"" + schedule +
+                               "\" decays to optim.end_lr at the run's last update, "
                                "but train.max_updates and train.max_epochs are 0"));
       EXPECT_THAT(e, HasSubstr("set train.max_updates"));
       EXPECT_THAT(e, HasSubstr("\"constant\" or \"inverse_sqrt\""));
     }
   for (const std::string schedule : {"constant", "inverse_sqrt"})
-    EXPECT_NO_THROW(load_recipe(path, {"train.max_updates=0", "train.max_tokens=1000000", "optim.schedule=" + schedule}));
+    EXPECT_NO_THROW(
+        load_recipe(path, {"train.max_updates=0", "train.max_tokens=1000000", "optim.schedule=" + schedule}));
   EXPECT_NO_THROW(load_recipe(path, {"train.max_updates=0", "train.max_minutes=5", "train.max_epochs=3"}));
   EXPECT_NO_THROW(load_recipe(path, {"train.max_updates=0", "train.max_tokens=0", "train.max_epochs=3"}))
       << "epochs alone stop a run";
@@ -334,7 +344,8 @@ TEST(RecipeErrors, FinetuneLabelsAreDistinctAndAtLeastTwo) {
               HasSubstr("finetune.labels names \"info\" twice"));
   EXPECT_THAT(load_error(path, {"finetune.labels=[\"info\"]"}),
               HasSubstr("finetune.labels = [\"info\"] names one label: classification needs at least two"));
-  EXPECT_THAT(load_error(path, {"finetune.labels=[\"info\", \"\"]"}), HasSubstr("finetune.labels: label 2 is an empty string"));
+  EXPECT_THAT(load_error(path, {"finetune.labels=[\"info\", \"\"]"}),
+              HasSubstr("finetune.labels: label 2 is an empty string"));
   EXPECT_NO_THROW(load_recipe(path, {"finetune.labels=[\"info\", \"fiction\"]"}));
   EXPECT_NO_THROW(load_recipe(path, {"finetune.labels=[]"}));
 }
@@ -366,7 +377,8 @@ TEST(RecipeOptions, ReferenceListsEveryKey) {
 // Every recipe shipped in recipes/ must load and validate.
 TEST(ShippedRecipes, AllLoad) {
   int count = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(LINFORMER_SOURCE_DIR) + "/recipes")) {
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(std::string(LINFORMER_SOURCE_DIR) + "/recipes")) {
     // experiments.toml lists experiments, not a recipe (tests/run_experiments_test.py loads it).
     if (entry.path().extension() != ".toml" || entry.path().filename() == "experiments.toml") continue;
     ++count;

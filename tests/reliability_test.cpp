@@ -31,9 +31,9 @@ constexpr bool kUnderAddressSanitizer = false;
 namespace linformer {
 namespace {
 
-using testing::TempDir;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::TempDir;
 namespace fs = std::filesystem;
 
 using Reliability = testing::TrainFixture;
@@ -54,10 +54,13 @@ TEST_F(Reliability, ASecondProcessOnARunDirectoryIsRefusedWithTheHoldersPid) {
   const std::string run = (runs.path() / "run").string();
   const std::string command = kBinary + " train --recipe " + recipe_ + " --run-dir " + run;
   const auto r = testing::run_command(
-      command + " --set train.max_updates=100000000 --set validation.every=0 --set checkpoint.every=0 >/dev/null 2>&1 & "
+      command +
+      " --set train.max_updates=100000000 --set validation.every=0 --set checkpoint.every=0 >/dev/null 2>&1 & "
       "pid=$!; echo \"first=$pid\"; "
-      "for i in $(seq 1200); do grep -q 'update 2/' " + run + "/train.log 2>/dev/null && break; sleep 0.05; done; " +
-      command + " --resume auto 2>&1; echo \"second_exit=$?\"; " + command + " 2>&1; echo \"fresh_exit=$?\"; "
+      "for i in $(seq 1200); do grep -q 'update 2/' " +
+      run + "/train.log 2>/dev/null && break; sleep 0.05; done; " + command +
+      " --resume auto 2>&1; echo \"second_exit=$?\"; " + command +
+      " 2>&1; echo \"fresh_exit=$?\"; "
       "kill -TERM $pid; wait $pid; echo \"first_exit=$?\"");
   const std::smatch pid = [&] {
     std::smatch m;
@@ -118,8 +121,9 @@ TEST_F(Reliability, ASkippedCheckpointKeepsTheRunGoingUntilTheNextWrite) {
   train(run, {"train.max_updates=4", "checkpoint.every=4"});
   fail_writes_after_bytes_for_testing(3'000);  // enough for a few metrics rows, not a checkpoint
   try {
-    train(run, {"train.max_updates=12", "checkpoint.every=2", "logging.every=3", "validation.every=0",
-                "checkpoint.on_write_error=\"skip\""},
+    train(run,
+          {"train.max_updates=12", "checkpoint.every=2", "logging.every=3", "validation.every=0",
+           "checkpoint.on_write_error=\"skip\""},
           "auto");
     ADD_FAILURE() << "the run ended despite a full disk";
   } catch (const Error& e) {
@@ -140,7 +144,7 @@ TEST_F(Reliability, SigtermThenTheHintedCommandEqualsAnUninterruptedRun) {
   // Patience 3 with validation every 40: the run stops early (the loss of this tiny corpus
   // rises again), so a validation counted twice would stop it at another update.
   const std::vector<std::string> settings = {"train.max_updates=1200", "validation.every=40", "validation.patience=3",
-                                             "logging.every=10", "checkpoint.every=0", "optim.lr=0.01"};
+                                             "logging.every=10",       "checkpoint.every=0",  "optim.lr=0.01"};
   const std::string straight = (runs.path() / "straight").string();
   const auto uninterrupted = train(straight, settings);
   ASSERT_LT(uninterrupted.updates, 1200) << "patience no longer stops the run early: the test checks nothing";
@@ -148,10 +152,12 @@ TEST_F(Reliability, SigtermThenTheHintedCommandEqualsAnUninterruptedRun) {
   const std::string run = (runs.path() / "with space").string();
   std::string command = kBinary + " train --recipe " + recipe_ + " --run-dir '" + run + "'";
   for (const auto& s : settings) command += " --set '" + s + "'";
-  const auto r = testing::run_command(
-      command + " 2>&1 & pid=$!; "
-      "for i in $(seq 1200); do grep -q 'update 30/' '" + run + "/train.log' 2>/dev/null && break; sleep 0.01; done; "
-      "kill -TERM $pid; wait $pid");
+  const auto r = testing::run_command(command +
+                                      " 2>&1 & pid=$!; "
+                                      "for i in $(seq 1200); do grep -q 'update 30/' '" +
+                                      run +
+                                      "/train.log' 2>/dev/null && break; sleep 0.01; done; "
+                                      "kill -TERM $pid; wait $pid");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_THAT(r.output, HasSubstr("interrupted by SIGTERM")) << "the run ended before the signal";
   std::smatch hint;
@@ -300,8 +306,10 @@ TEST_F(Reliability, AnEmptyValidSplitIsRefusedNamingTheKey) {
   TempDir runs;
   const std::string prepared = (runs.path() / "prepared").string();
   const std::string tokenizer = (dir_->path() / "prepared" / "spm.model").string();
-  const auto prepared_run = testing::run_linformer("prepare --recipe " + recipe_ + " --set data.valid_fraction=0 "
-                                                   "--set data.tokenizer_model=" + tokenizer + " --set data.prepared_dir=" + prepared);
+  const auto prepared_run = testing::run_linformer("prepare --recipe " + recipe_ +
+                                                   " --set data.valid_fraction=0 "
+                                                   "--set data.tokenizer_model=" +
+                                                   tokenizer + " --set data.prepared_dir=" + prepared);
   ASSERT_EQ(prepared_run.exit_code, 0) << prepared_run.output;
   try {
     train((runs.path() / "run").string(),
@@ -341,12 +349,12 @@ TEST_F(Reliability, TheMemoryEstimateHonoursTheAddressSpaceLimit) {
   if (kUnderAddressSanitizer)
     GTEST_SKIP() << "AddressSanitizer reserves terabytes of shadow address space: it cannot start under ulimit -v";
   TempDir runs;
-  const auto r = testing::run_command("ulimit -v 1500000 && " + kBinary + " train --recipe " + recipe_ +
-                                      " --run-dir " + (runs.path() / "run").string() +
-                                      " --set model.ffn_dim=1000000");
+  const auto r = testing::run_command("ulimit -v 1500000 && " + kBinary + " train --recipe " + recipe_ + " --run-dir " +
+                                      (runs.path() / "run").string() + " --set model.ffn_dim=1000000");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("training needs about"));
-  EXPECT_THAT(r.output, HasSubstr("available (the room under the address-space limit (RLIMIT_AS, ulimit -v: 1.4 GiB))"));
+  EXPECT_THAT(r.output,
+              HasSubstr("available (the room under the address-space limit (RLIMIT_AS, ulimit -v: 1.4 GiB))"));
 }
 
 TEST_F(Reliability, EvalAndFillMaskRefuseMeaninglessRequests) {

@@ -29,10 +29,9 @@ TEST(Philox, BatchEqualsTheScalarBlocks) {
     philox4x32_10_batch(first, lane, key, words);
     for (int i = 0; i < kPhiloxBatch; ++i) {
       const uint64_t block = first + i;
-      const PhiloxCounter expected = philox4x32_10(
-          {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), static_cast<uint32_t>(lane),
-           static_cast<uint32_t>(lane >> 32)},
-          key);
+      const PhiloxCounter expected = philox4x32_10({static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
+                                                    static_cast<uint32_t>(lane), static_cast<uint32_t>(lane >> 32)},
+                                                   key);
       for (int w = 0; w < 4; ++w) ASSERT_EQ(words[w][i], expected[w]) << "block " << block << " word " << w;
     }
   }

@@ -6,6 +6,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/wait.h>
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -13,7 +14,6 @@
 #include <memory>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 
 namespace linformer::testing {
 

@@ -50,8 +50,10 @@ class NoPlacementEnvironment {
   }
   ~NoPlacementEnvironment() {
     for (size_t i = 0; i < saved_.size(); ++i)
-      if (saved_[i]) setenv(kNames[i], saved_[i]->c_str(), 1);
-      else unsetenv(kNames[i]);
+      if (saved_[i])
+        setenv(kNames[i], saved_[i]->c_str(), 1);
+      else
+        unsetenv(kNames[i]);
   }
 
  private:
@@ -133,7 +135,8 @@ TEST(ThreadPlacement, UnpinThisThreadGivesBackEveryCpu) {
 TEST(ThreadPlacement, TheUsersOmpProcBindRunsAsTheRuntimePlacesIt) {
   if (process_cpus().size() < 2) GTEST_SKIP() << "this process may use 1 CPU";
   const std::string version = std::string("'") + LINFORMER_BINARY + "' --version";
-  const std::string clean = "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OMP_NUM_THREADS -u OMP_PLACES -u GOMP_CPU_AFFINITY ";
+  const std::string clean =
+      "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OMP_NUM_THREADS -u OMP_PLACES -u GOMP_CPU_AFFINITY ";
   auto threads = [&](const std::string& env) {
     const auto r = testing::run_command(clean + env + " " + version);
     EXPECT_EQ(r.exit_code, 0) << r.output;

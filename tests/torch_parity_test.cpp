@@ -68,7 +68,8 @@ TEST_P(TorchParity, LossLogitsOutputsAndGradientsMatch) {
   const TensorView<float> positions = model.params().value("embed.positions");
   const std::vector<float> made(positions.data(), positions.data() + positions.numel());
   Rng noise(99);
-  for (size_t i = 0; i < model.params().values().numel(); ++i) model.params().values().data()[i] += 0.1f * noise.normal();
+  for (size_t i = 0; i < model.params().values().numel(); ++i)
+    model.params().values().data()[i] += 0.1f * noise.normal();
   if (spec.positions == config::PositionKind::sinusoidal) std::copy(made.begin(), made.end(), positions.data());
   TempDir dir;
   const std::string weights = (dir.path() / "w.safetensors").string();
@@ -76,8 +77,9 @@ TEST_P(TorchParity, LossLogitsOutputsAndGradientsMatch) {
   const std::string out = (dir.path() / "ref.safetensors").string();
   save_weights(weights, model.params());
   write_batch(batch_file, batch);
-  const auto run = testing::run_command("/usr/bin/python3 '" LINFORMER_SOURCE_DIR "/scripts/torch_reference.py' --weights '" +
-                                        weights + "' --batch '" + batch_file + "' --out '" + out + "'");
+  const auto run =
+      testing::run_command("/usr/bin/python3 '" LINFORMER_SOURCE_DIR "/scripts/torch_reference.py' --weights '" +
+                           weights + "' --batch '" + batch_file + "' --out '" + out + "'");
   ASSERT_EQ(run.exit_code, 0) << "the PyTorch reference failed (is python3-torch installed? scripts/setup.sh):\n"
                               << run.output;
   const auto ref = safetensors::File::read(out);
@@ -123,24 +125,22 @@ TEST_P(TorchParity, LossLogitsOutputsAndGradientsMatch) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllAttentionConfigurations, TorchParity,
-    ::testing::Values(ParityCase{"full_post", {{"attention", "full"}}},
-                      ParityCase{"full_pre", {{"attention", "full"}, {"norm", "pre"}}},
-                      ParityCase{"linformer_none", {{"sharing", "none"}}},
-                      ParityCase{"linformer_headwise", {{"sharing", "headwise"}}},
-                      ParityCase{"linformer_kv", {{"sharing", "kv"}}},
-                      ParityCase{"linformer_layerwise", {{"sharing", "layerwise"}}},
-                      ParityCase{"linformer_nonuniform_k", {{"k_per_layer", {8, 4}}}},
-                      // k > T = 12 (n = 16), as in a sequence-length warm-up on blocks shorter than k.
-                      ParityCase{"linformer_k_above_T", {{"k_per_layer", {14, 13}}}},
-                      ParityCase{"linformer_pre", {{"norm", "pre"}}},
-                      ParityCase{"linformer_frozen", {{"freeze_projection", true}}},
-                      ParityCase{"linformer_sinusoidal", {{"positions", "sinusoidal"}}},
-                      ParityCase{"full_pre_sinusoidal", {{"attention", "full"}, {"norm", "pre"}, {"positions", "sinusoidal"}}},
-                      ParityCase{"linformer_mean", {{"projection", "mean"}}},
-                      ParityCase{"linformer_max", {{"projection", "max"}}},
-                      ParityCase{"linformer_conv", {{"projection", "conv"}}},
-                      ParityCase{"linformer_conv_per_head", {{"projection", "conv"}, {"sharing", "none"}}},
-                      ParityCase{"linformer_max_kv_nonuniform", {{"projection", "max"}, {"sharing", "kv"}, {"k_per_layer", {8, 2}}}}),
+    ::testing::Values(
+        ParityCase{"full_post", {{"attention", "full"}}},
+        ParityCase{"full_pre", {{"attention", "full"}, {"norm", "pre"}}},
+        ParityCase{"linformer_none", {{"sharing", "none"}}},
+        ParityCase{"linformer_headwise", {{"sharing", "headwise"}}}, ParityCase{"linformer_kv", {{"sharing", "kv"}}},
+        ParityCase{"linformer_layerwise", {{"sharing", "layerwise"}}},
+        ParityCase{"linformer_nonuniform_k", {{"k_per_layer", {8, 4}}}},
+        // k > T = 12 (n = 16), as in a sequence-length warm-up on blocks shorter than k.
+        ParityCase{"linformer_k_above_T", {{"k_per_layer", {14, 13}}}}, ParityCase{"linformer_pre", {{"norm", "pre"}}},
+        ParityCase{"linformer_frozen", {{"freeze_projection", true}}},
+        ParityCase{"linformer_sinusoidal", {{"positions", "sinusoidal"}}},
+        ParityCase{"full_pre_sinusoidal", {{"attention", "full"}, {"norm", "pre"}, {"positions", "sinusoidal"}}},
+        ParityCase{"linformer_mean", {{"projection", "mean"}}}, ParityCase{"linformer_max", {{"projection", "max"}}},
+        ParityCase{"linformer_conv", {{"projection", "conv"}}},
+        ParityCase{"linformer_conv_per_head", {{"projection", "conv"}, {"sharing", "none"}}},
+        ParityCase{"linformer_max_kv_nonuniform", {{"projection", "max"}, {"sharing", "kv"}, {"k_per_layer", {8, 2}}}}),
     [](const ::testing::TestParamInfo<ParityCase>& info) { return info.param.name; });
 
 }  // namespace

@@ -24,12 +24,15 @@ class TrainFixture : public ::testing::Test {
     dir_ = new TempDir();
     dir_->write("corpus/a.txt", testing::synthetic_text(30, 8, 1));
     dir_->write("corpus/b.txt", testing::synthetic_text(30, 8, 2));
-    recipe_ = dir_->write("tiny.toml", "base = \"" LINFORMER_SOURCE_DIR "/recipes/ci/tiny.toml\"\n"
-                                       "[data]\ncorpus = [\"" + (dir_->path() / "corpus").string() +
-                                           "\"]\nprepared_dir = \"" + (dir_->path() / "prepared").string() +
-                                           "\"\nvocab_size = 150\nseq_len = 32\nvalid_fraction = 0.1\ntest_fraction = 0.1\n"
-                                           "[model]\nk = 8\n[train]\nbatch_size = 4\n[logging]\nevery = 2\n"
-                                           "[validation]\nevery = 4\n[checkpoint]\nevery = 4\nkeep_last = 10\n");
+    recipe_ =
+        dir_->write("tiny.toml", "base = \"" LINFORMER_SOURCE_DIR
+                                 "/recipes/ci/tiny.toml\"\n"
+                                 "[data]\ncorpus = [\"" +
+                                     (dir_->path() / "corpus").string() + "\"]\nprepared_dir = \"" +
+                                     (dir_->path() / "prepared").string() +
+                                     "\"\nvocab_size = 150\nseq_len = 32\nvalid_fraction = 0.1\ntest_fraction = 0.1\n"
+                                     "[model]\nk = 8\n[train]\nbatch_size = 4\n[logging]\nevery = 2\n"
+                                     "[validation]\nevery = 4\n[checkpoint]\nevery = 4\nkeep_last = 10\n");
     const auto r = testing::run_linformer("prepare --recipe " + recipe_);
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
@@ -38,7 +41,8 @@ class TrainFixture : public ::testing::Test {
     dir_ = nullptr;
   }
 
-  static TrainSummary train(const std::string& run_dir, std::vector<std::string> overrides, const std::string& resume = "") {
+  static TrainSummary train(const std::string& run_dir, std::vector<std::string> overrides,
+                            const std::string& resume = "") {
     TrainOptions o;
     o.recipe_path = recipe_;
     o.overrides = std::move(overrides);

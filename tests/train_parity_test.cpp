@@ -31,8 +31,8 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <omp.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -88,7 +88,8 @@ std::string torch_loop_command(const config::Recipe& r, const std::string& weigh
                                const std::string& out) {
   const auto& o = r.optim;
   return fmt::format(
-      "OMP_NUM_THREADS=1 /usr/bin/python3 '" LINFORMER_SOURCE_DIR "/scripts/torch_train_loop.py' --weights '{}' "
+      "OMP_NUM_THREADS=1 /usr/bin/python3 '" LINFORMER_SOURCE_DIR
+      "/scripts/torch_train_loop.py' --weights '{}' "
       "--batches '{}' --out '{}' --lr {:.17g} --beta1 {:.17g} --beta2 {:.17g} --eps {:.17g} --weight-decay {:.17g}{} "
       "--clip-norm {:.17g} --schedule {} --warmup-updates {} --end-lr {:.17g} --power {:.17g} --max-updates {} "
       "--accumulation {}",
@@ -140,9 +141,10 @@ TEST(TrainParity, FortyUpdatesMatchAnIndependentTorchLoop) {
       "parity.toml",
       // One thread: the model is tiny, and two threads only wait at barriers (50 s instead of
       // 2 s on a busy machine).
-      "base = \"" LINFORMER_SOURCE_DIR "/recipes/ci/tiny.toml\"\nseed = 3\nthreads = 1\n"
-      "[data]\ncorpus = [\"" + (dir.path() / "corpus").string() + "\"]\nprepared_dir = \"" +
-          (dir.path() / "prepared").string() +
+      "base = \"" LINFORMER_SOURCE_DIR
+      "/recipes/ci/tiny.toml\"\nseed = 3\nthreads = 1\n"
+      "[data]\ncorpus = [\"" +
+          (dir.path() / "corpus").string() + "\"]\nprepared_dir = \"" + (dir.path() / "prepared").string() +
           "\"\nvocab_size = 150\nseq_len = 32\nbreak_mode = \"complete\"\nvalid_fraction = 0.1\ntest_fraction = 0.1\n"
           // Linformer with headwise sharing; whole sentences give rows of different lengths.
           "[model]\nattention = \"linformer\"\nsharing = \"headwise\"\nk = 8\n"
@@ -251,10 +253,11 @@ TEST(TrainParity, FortyUpdatesMatchAnIndependentTorchLoop) {
                                << "worst first: " << worst_first << (failing.size() > 12 ? ", …" : "");
   EXPECT_GT(least_moved, kLeastMovement) << least_moved_name << " hardly moved: this run tests little; raise optim.lr";
 
-  fmt::print("[train parity] {} updates, {} clipped; relative errors: loss {:.2e} (update {}), gradient norm {:.2e} "
-             "(update {}), lr {:.2e}; weights {:.2e} of their movement ({}), {:.2e} absolute; least moved {} by {:.3f}\n",
-             updates, clipped, loss.worst, loss.worst_at, norm.worst, norm.worst_at, lr.worst, worst_weight,
-             worst_weight_name, worst_absolute, least_moved_name, least_moved);
+  fmt::print(
+      "[train parity] {} updates, {} clipped; relative errors: loss {:.2e} (update {}), gradient norm {:.2e} "
+      "(update {}), lr {:.2e}; weights {:.2e} of their movement ({}), {:.2e} absolute; least moved {} by {:.3f}\n",
+      updates, clipped, loss.worst, loss.worst_at, norm.worst, norm.worst_at, lr.worst, worst_weight, worst_weight_name,
+      worst_absolute, least_moved_name, least_moved);
 }
 
 }  // namespace

@@ -2,13 +2,13 @@
 // accumulation, refused resumes, metrics.
 
 #include "data_test_corpus.h"
-#include "linformer/kernels/context.h"
 #include "linformer/core/fs.h"
 #include "linformer/data/prepared.h"
 #include "linformer/data/special_tokens.h"
+#include "linformer/infer/inference.h"
+#include "linformer/kernels/context.h"
 #include "linformer/nn/safetensors.h"
 #include "linformer/train/checkpoint.h"
-#include "linformer/infer/inference.h"
 #include "linformer/train/trainer.h"
 #include "test_util.h"
 #include "train_fixture.h"
@@ -22,8 +22,8 @@
 namespace linformer {
 namespace {
 
-using testing::TempDir;
 using ::testing::HasSubstr;
+using testing::TempDir;
 namespace fs = std::filesystem;
 
 using TrainTest = testing::TrainFixture;
@@ -82,7 +82,7 @@ TEST_F(TrainTest, TokensCountTheBatchesRealTokensNotTheirPadding) {
   ASSERT_EQ(cells[0] + "," + cells[1], "train," + updates) << rows[1];
   const int64_t tokens = std::stoll(cells[2]);
   EXPECT_EQ(tokens, static_cast<int64_t>(stream.token_count()) + blocks);  // each block's tokens and its <s>
-  EXPECT_LT(tokens, blocks * n);  // what counting the padded rows would give
+  EXPECT_LT(tokens, blocks * n);                                           // what counting the padded rows would give
 }
 
 TEST_F(TrainTest, Bf16WithoutHardwareWarnsAndTrainsExactlyAsFp32) {
@@ -129,7 +129,8 @@ TEST_F(TrainTest, Bf16TrainsCloseToFp32AndEvaluatesInEitherPrecision) {
   const std::string checkpoint = list_checkpoints(bf16 + "/checkpoints").back().path;
   auto perplexity = [&](const std::string& precision) {
     const std::string json = (runs.path() / ("eval_" + precision + ".json")).string();
-    const auto r = testing::run_linformer("eval --checkpoint " + checkpoint + " --precision " + precision + " --json " + json);
+    const auto r =
+        testing::run_linformer("eval --checkpoint " + checkpoint + " --precision " + precision + " --json " + json);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     const auto j = nlohmann::json::parse(read_file(json));
     EXPECT_EQ(j["precision"], precision);
@@ -138,15 +139,16 @@ TEST_F(TrainTest, Bf16TrainsCloseToFp32AndEvaluatesInEitherPrecision) {
   const double eval_fp32 = perplexity("fp32"), eval_bf16 = perplexity("bf16");
   EXPECT_NE(eval_fp32, eval_bf16);
   EXPECT_NEAR(eval_bf16 / eval_fp32, 1.0, 0.01);
-  const auto fill = testing::run_linformer("fill-mask --precision bf16 --checkpoint " + checkpoint + " \"kalo <mask> mine.\"");
+  const auto fill =
+      testing::run_linformer("fill-mask --precision bf16 --checkpoint " + checkpoint + " \"kalo <mask> mine.\"");
   EXPECT_EQ(fill.exit_code, 0) << fill.output;
 }
 
 TEST_F(TrainTest, AccumulationEqualsOneBigBatch) {
   // 4 micro-batches of 2 rows are the same blocks and masks as batches of 8 (dropout off).
   TempDir runs;
-  const std::vector<std::string> common = {"model.dropout=0", "model.attention_dropout=0", "train.max_updates=6",
-                                           "validation.every=0", "validation.max_batches=0", "checkpoint.every=0"};
+  const std::vector<std::string> common = {"model.dropout=0",    "model.attention_dropout=0", "train.max_updates=6",
+                                           "validation.every=0", "validation.max_batches=0",  "checkpoint.every=0"};
   auto with = [&](std::vector<std::string> extra) {
     auto v = common;
     v.insert(v.end(), extra.begin(), extra.end());
@@ -155,10 +157,13 @@ TEST_F(TrainTest, AccumulationEqualsOneBigBatch) {
   const auto big = train((runs.path() / "big").string(), with({"train.batch_size=8", "train.accumulation=1"}));
   const auto acc = train((runs.path() / "acc").string(), with({"train.batch_size=2", "train.accumulation=4"}));
   EXPECT_NEAR(big.valid_loss, acc.valid_loss, 1e-5 * big.valid_loss);
-  const auto rows_big = metric_rows((runs.path() / "big").string()), rows_acc = metric_rows((runs.path() / "acc").string());
+  const auto rows_big = metric_rows((runs.path() / "big").string()),
+             rows_acc = metric_rows((runs.path() / "acc").string());
   ASSERT_EQ(rows_big.size(), rows_acc.size());
-  const auto wa = safetensors::File::read(list_checkpoints((runs.path() / "big/checkpoints").string()).back().path + "/model.safetensors");
-  const auto wb = safetensors::File::read(list_checkpoints((runs.path() / "acc/checkpoints").string()).back().path + "/model.safetensors");
+  const auto wa = safetensors::File::read(list_checkpoints((runs.path() / "big/checkpoints").string()).back().path +
+                                          "/model.safetensors");
+  const auto wb = safetensors::File::read(list_checkpoints((runs.path() / "acc/checkpoints").string()).back().path +
+                                          "/model.safetensors");
   double max_diff = 0;
   for (const auto& name : wa.names()) {
     const auto x = wa.as_doubles(name), y = wb.as_doubles(name);
@@ -180,7 +185,8 @@ std::vector<std::string> joined(std::vector<std::string> a, const std::vector<st
 }
 
 // The metrics rows of `kind` ("train", "valid") whose update is in [first, last].
-std::vector<std::string> rows_between(const std::vector<std::string>& rows, const std::string& kind, int first, int last) {
+std::vector<std::string> rows_between(const std::vector<std::string>& rows, const std::string& kind, int first,
+                                      int last) {
   std::vector<std::string> out;
   for (const auto& row : rows) {
     if (row.rfind(kind + ",", 0) != 0) continue;
@@ -287,7 +293,9 @@ TEST_F(TrainTest, SigtermWritesACheckpointAndTheRunResumes) {
   const auto r = testing::run_command(
       "'" LINFORMER_BINARY "' train --recipe " + recipe_ + " --run-dir " + run +
       " --set train.max_updates=100000000 --set validation.every=0 --set checkpoint.every=0 2>&1 & pid=$!; "
-      "for i in $(seq 1200); do grep -q 'update 4/' " + run + "/train.log 2>/dev/null && break; sleep 0.05; done; "
+      "for i in $(seq 1200); do grep -q 'update 4/' " +
+      run +
+      "/train.log 2>/dev/null && break; sleep 0.05; done; "
       "kill -TERM $pid; wait $pid");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("interrupted by SIGTERM"));

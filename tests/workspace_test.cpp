@@ -11,7 +11,7 @@ namespace {
 TEST(Workspace, AViewHasTheReservedShapeForTheCallsExtents) {
   Workspace ws;
   const Buffer<float> probs = ws.reserve("probs", {Dim::batch(4), 2, Dim::tokens(8), Dim::tokens(8)});  // (B, H, T, T)
-  const Buffer<float> rows = ws.reserve("rows", {Dim::rows(10), 3});                                   // (N, 3)
+  const Buffer<float> rows = ws.reserve("rows", {Dim::rows(10), 3});                                    // (N, 3)
   ws.allocate();
 
   const TensorView<float> p = ws.view(probs, {3, 5});
@@ -88,7 +88,7 @@ TEST(Workspace, AnInferenceWorkspaceSharesCachesAndHasNoBackwardBuffers) {
   const Buffer<float> scratch = inference.reserve_backward("d_ctx", {Dim::rows(8), 4});
   EXPECT_FALSE(scratch);
   EXPECT_TRUE(training.reserve_backward("d_ctx", {Dim::rows(8), 4}));
-  EXPECT_GE(training.planned_bytes(), 3 * 8 * 4 * sizeof(float));  // two caches and the scratch
+  EXPECT_GE(training.planned_bytes(), 3 * 8 * 4 * sizeof(float));   // two caches and the scratch
   EXPECT_LT(inference.planned_bytes(), 2 * 8 * 4 * sizeof(float));  // one cache
   inference.allocate();
   EXPECT_THROW(inference.view(scratch, Extents::rows(8)), Error);

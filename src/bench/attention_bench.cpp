@@ -25,18 +25,15 @@ namespace {
 // Linformer Table 3 (V100, 16 GB, layerwise sharing): {speed-up, memory saving} by (n, k).
 const std::map<std::pair<int64_t, int64_t>, std::pair<double, double>>& paper_table() {
   static const std::map<std::pair<int64_t, int64_t>, std::pair<double, double>> table = {
-      {{512, 128}, {1.5, 1.7}},    {{512, 256}, {1.3, 1.5}},    {{1024, 128}, {1.7, 3.0}},
-      {{1024, 256}, {1.6, 2.9}},   {{1024, 512}, {1.3, 1.8}},   {{2048, 128}, {2.6, 6.1}},
-      {{2048, 256}, {2.4, 5.6}},   {{2048, 512}, {2.1, 3.6}},   {{2048, 1024}, {1.3, 2.0}},
-      {{4096, 128}, {3.4, 14}},    {{4096, 256}, {3.2, 13}},    {{4096, 512}, {2.8, 8.3}},
-      {{4096, 1024}, {2.2, 4.3}},  {{4096, 2048}, {1.3, 2.3}},  {{8192, 128}, {5.5, 28}},
-      {{8192, 256}, {5.0, 26}},    {{8192, 512}, {4.4, 17}},    {{8192, 1024}, {3.5, 8.5}},
-      {{8192, 2048}, {2.1, 4.5}},  {{16384, 128}, {8.6, 56}},   {{16384, 256}, {7.8, 48}},
-      {{16384, 512}, {7.0, 32}},   {{16384, 1024}, {5.6, 16}},  {{16384, 2048}, {3.3, 8}},
-      {{32768, 128}, {13, 56}},    {{32768, 256}, {12, 48}},    {{32768, 512}, {11, 36}},
-      {{32768, 1024}, {8.8, 18}},  {{32768, 2048}, {5.0, 16}},  {{65536, 128}, {20, 60}},
-      {{65536, 256}, {18, 52}},    {{65536, 512}, {16, 40}},    {{65536, 1024}, {14, 20}},
-      {{65536, 2048}, {7.9, 18}}};
+      {{512, 128}, {1.5, 1.7}},   {{512, 256}, {1.3, 1.5}},   {{1024, 128}, {1.7, 3.0}},  {{1024, 256}, {1.6, 2.9}},
+      {{1024, 512}, {1.3, 1.8}},  {{2048, 128}, {2.6, 6.1}},  {{2048, 256}, {2.4, 5.6}},  {{2048, 512}, {2.1, 3.6}},
+      {{2048, 1024}, {1.3, 2.0}}, {{4096, 128}, {3.4, 14}},   {{4096, 256}, {3.2, 13}},   {{4096, 512}, {2.8, 8.3}},
+      {{4096, 1024}, {2.2, 4.3}}, {{4096, 2048}, {1.3, 2.3}}, {{8192, 128}, {5.5, 28}},   {{8192, 256}, {5.0, 26}},
+      {{8192, 512}, {4.4, 17}},   {{8192, 1024}, {3.5, 8.5}}, {{8192, 2048}, {2.1, 4.5}}, {{16384, 128}, {8.6, 56}},
+      {{16384, 256}, {7.8, 48}},  {{16384, 512}, {7.0, 32}},  {{16384, 1024}, {5.6, 16}}, {{16384, 2048}, {3.3, 8}},
+      {{32768, 128}, {13, 56}},   {{32768, 256}, {12, 48}},   {{32768, 512}, {11, 36}},   {{32768, 1024}, {8.8, 18}},
+      {{32768, 2048}, {5.0, 16}}, {{65536, 128}, {20, 60}},   {{65536, 256}, {18, 52}},   {{65536, 512}, {16, 40}},
+      {{65536, 1024}, {14, 20}},  {{65536, 2048}, {7.9, 18}}};
   return table;
 }
 
@@ -121,7 +118,8 @@ AttentionCell run_cell(const ModelSpec& base, int64_t n, int64_t k, const Attent
   };
   double last = pass();  // warm-up: creates the oneDNN primitives
   std::vector<double> times;
-  while (times.empty() || (static_cast<int>(times.size()) < o.repeats && seconds_since(begin) + last <= o.time_limit_s)) {
+  while (times.empty() ||
+         (static_cast<int>(times.size()) < o.repeats && seconds_since(begin) + last <= o.time_limit_s)) {
     last = pass();
     times.push_back(last);
   }
@@ -148,9 +146,12 @@ std::string mib(size_t bytes) { return fmt::format("{:.1f}", static_cast<double>
 
 const char* status_name(CellStatus s) {
   switch (s) {
-    case CellStatus::measured: return "measured";
-    case CellStatus::over_memory_budget: return "over memory budget";
-    case CellStatus::over_time_limit: return "over time limit";
+    case CellStatus::measured:
+      return "measured";
+    case CellStatus::over_memory_budget:
+      return "over memory budget";
+    case CellStatus::over_time_limit:
+      return "over time limit";
   }
   return "?";
 }
@@ -166,11 +167,20 @@ size_t parse_memory_size(const std::string& text) {
   std::string unit = text.substr(used);
   LF_CHECK(used > 0 && value > 0 && std::isfinite(value),
            "memory size '{}': expected a positive number with an optional unit (e.g. 16GiB, 500MB)", text);
-  static const std::map<std::string, double> units = {
-      {"", 1},           {"B", 1},           {"K", 1024.0},      {"KiB", 1024.0},     {"kB", 1e3},
-      {"M", 1024.0 * 1024}, {"MiB", 1024.0 * 1024}, {"MB", 1e6}, {"G", 1024.0 * 1024 * 1024},
-      {"GiB", 1024.0 * 1024 * 1024}, {"GB", 1e9}, {"T", 1024.0 * 1024 * 1024 * 1024},
-      {"TiB", 1024.0 * 1024 * 1024 * 1024}, {"TB", 1e12}};
+  static const std::map<std::string, double> units = {{"", 1},
+                                                      {"B", 1},
+                                                      {"K", 1024.0},
+                                                      {"KiB", 1024.0},
+                                                      {"kB", 1e3},
+                                                      {"M", 1024.0 * 1024},
+                                                      {"MiB", 1024.0 * 1024},
+                                                      {"MB", 1e6},
+                                                      {"G", 1024.0 * 1024 * 1024},
+                                                      {"GiB", 1024.0 * 1024 * 1024},
+                                                      {"GB", 1e9},
+                                                      {"T", 1024.0 * 1024 * 1024 * 1024},
+                                                      {"TiB", 1024.0 * 1024 * 1024 * 1024},
+                                                      {"TB", 1e12}};
   const auto it = units.find(unit);
   LF_CHECK(it != units.end(), "memory size '{}': unknown unit '{}' (use B, K/KiB/kB, M/MiB/MB, G/GiB/GB, T/TiB/TB)",
            text, unit);
@@ -180,7 +190,8 @@ size_t parse_memory_size(const std::string& text) {
 AttentionBenchResult bench_attention(const config::Recipe& recipe, const AttentionBenchOptions& o,
                                      const std::function<void(const AttentionCell&)>& report) {
   LF_CHECK(!o.lengths.empty() && !o.ks.empty(), "bench attention needs at least one n and one k");
-  LF_CHECK(o.repeats >= 1 && o.max_timed_batch >= 1 && o.time_limit_s > 0, "bench attention: bad repeats/batch/time limit");
+  LF_CHECK(o.repeats >= 1 && o.max_timed_batch >= 1 && o.time_limit_s > 0,
+           "bench attention: bad repeats/batch/time limit");
   const OpenmpTeam openmp_team(recipe.threads);  // pinned until the command returns
   const ModelSpec base = ModelSpec::from_recipe(recipe);
   AttentionBenchResult r;
@@ -229,7 +240,9 @@ std::string format_attention_table(const AttentionBenchResult& r, const Attentio
       "Memory budget {:.1f} GiB, time limit {:.0f} s per cell.\n\n",
       r.threads, r.precision, r.model,
       r.precision == "bf16" ? "; bf16 copies of the attention's operands included, of the linear layers' inputs (a "
-                              "chunk of rows at most) not" : "", static_cast<double>(o.memory_budget_bytes) / (1 << 30), o.time_limit_s);
+                              "chunk of rows at most) not"
+                            : "",
+      static_cast<double>(o.memory_budget_bytes) / (1 << 30), o.time_limit_s);
   text += grid("This machine", [&](int64_t n, int64_t k) -> std::string {
     const AttentionCell* lin = find_linformer(n, k);
     const AttentionCell* full = find_full(r, n);
@@ -248,12 +261,13 @@ std::string format_attention_table(const AttentionBenchResult& r, const Attentio
                       "GFLOP/s", "passes");
   auto row = [&](const AttentionCell& c) {
     const bool measured = c.status == CellStatus::measured;
-    text += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", c.n,
-                        c.k ? fmt::format("Linformer k={}", c.k) : std::string("full"), status_name(c.status),
-                        mib(c.bytes_per_sequence), c.max_batch, measured ? std::to_string(c.timed_batch) : "",
-                        measured ? fmt::format("{:.1f}", c.seconds_per_sequence * 1e3)
-                                 : fmt::format("(est. {:.0f})", c.estimated_seconds_per_sequence * 1e3),
-                        measured ? fmt::format("{:.0f}", c.gflops_per_s) : "", measured ? std::to_string(c.passes) : "");
+    text +=
+        fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", c.n,
+                    c.k ? fmt::format("Linformer k={}", c.k) : std::string("full"), status_name(c.status),
+                    mib(c.bytes_per_sequence), c.max_batch, measured ? std::to_string(c.timed_batch) : "",
+                    measured ? fmt::format("{:.1f}", c.seconds_per_sequence * 1e3)
+                             : fmt::format("(est. {:.0f})", c.estimated_seconds_per_sequence * 1e3),
+                    measured ? fmt::format("{:.0f}", c.gflops_per_s) : "", measured ? std::to_string(c.passes) : "");
   };
   for (const int64_t n : o.lengths) {
     if (const AttentionCell* full = find_full(r, n)) row(*full);
@@ -282,9 +296,9 @@ std::string attention_csv(const AttentionBenchResult& r) {
     csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.6g},{},{},{},{},{},{}\n", c.n, c.k, c.k ? "linformer" : "full",
                        status_name(c.status), c.bytes_per_sequence, c.fixed_bytes, c.max_batch,
                        measured ? std::to_string(c.timed_batch) : "", measured ? std::to_string(c.passes) : "",
-                       measured ? fmt::format("{:.6g}", c.seconds_per_sequence) : "",
-                       c.estimated_seconds_per_sequence, measured ? fmt::format("{:.1f}", c.gflops_per_s) : "",
-                       speedup, memory, paper_speedup, paper_memory, r.precision);
+                       measured ? fmt::format("{:.6g}", c.seconds_per_sequence) : "", c.estimated_seconds_per_sequence,
+                       measured ? fmt::format("{:.1f}", c.gflops_per_s) : "", speedup, memory, paper_speedup,
+                       paper_memory, r.precision);
   };
   for (const auto& c : r.full) row(c, nullptr);
   for (const auto& c : r.linformer) row(c, find_full(r, c.n));

@@ -12,12 +12,12 @@
 #include "linformer/model/mlm_model.h"
 #include "linformer/optim/adamw.h"
 
-#include <nlohmann/json.hpp>
 #include <omp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <csignal>
 
@@ -104,8 +104,8 @@ void record_step_times(TrainBenchResult& r, MlmModel& model, int timed_steps) {
   }
   const auto& times = model.stage_times();
   for (size_t i = 0; i < times.names.size(); ++i)
-    r.stages.push_back({times.names[i], 1e3 * times.forward_seconds[i] / timed_steps,
-                        1e3 * times.backward_seconds[i] / timed_steps});
+    r.stages.push_back(
+        {times.names[i], 1e3 * times.forward_seconds[i] / timed_steps, 1e3 * times.backward_seconds[i] / timed_steps});
 }
 
 // The measured matmul peaks, the run's rates against them, and the ceiling: the step's timed work

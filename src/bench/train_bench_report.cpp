@@ -12,10 +12,10 @@ namespace linformer {
 namespace {
 
 std::string model_line(const TrainBenchResult& r, const config::Recipe& recipe, const ModelSpec& spec) {
-  const std::string linformer =
-      spec.is_linformer() ? fmt::format(", k {}, sharing {}, projection {}", spec.k_per_layer[0],
-                                        config::enum_name(spec.sharing), config::enum_name(spec.projection))
-                          : "";
+  const std::string linformer = spec.is_linformer()
+                                    ? fmt::format(", k {}, sharing {}, projection {}", spec.k_per_layer[0],
+                                                  config::enum_name(spec.sharing), config::enum_name(spec.projection))
+                                    : "";
   return fmt::format("recipe {}: {} {} layers, d {}, heads {}, FFN {}, n {}{}, batch {}, {} masked, {} threads\n",
                      recipe.name, config::enum_name(spec.attention), spec.layers, spec.d_model, spec.heads,
                      spec.ffn_dim, spec.seq_len, linformer, r.batch, r.masked, r.threads);
@@ -30,9 +30,10 @@ std::string speed_lines(const TrainBenchResult& r) {
       100 * r.gflops_per_s / r.peak_gflops, r.bf16 ? "bf16" : "fp32", r.peak_gflops, r.forward_gflop,
       r.flops_per_token * 1e-6);
   text += r.last_block_rows < r.seq_len
-              ? fmt::format("last block: {} of {} rows a sequence (its masked tokens, the only ones the loss reads; "
-                            "--every-row computes all)\n",
-                            r.last_block_rows, r.seq_len)
+              ? fmt::format(
+                    "last block: {} of {} rows a sequence (its masked tokens, the only ones the loss reads; "
+                    "--every-row computes all)\n",
+                    r.last_block_rows, r.seq_len)
               : fmt::format("last block: every row ({} a sequence)\n", r.seq_len);
   return text;
 }
@@ -51,10 +52,11 @@ std::string machine_lines(const TrainBenchResult& r) {
       r.fp32_peak_gflops, bf16_peak, r.precision_note, dnnl_cpu_isa_name(), implementations,
       openmp_wait_policy_description(), r.thread_placement);
   if (r.shared_tokens_per_s > 0)
-    text += fmt::format("shared CPU: {:.0f} tokens/s beside one CPU-bound process = {:.0f}% of the idle median "
-                        "(a fair share: {:.0f}%, the neighbour taking one core of {} or half of one)\n",
-                        r.shared_tokens_per_s, 100 * r.shared_tokens_per_s / r.tokens_per_s,
-                        100.0 * std::max(r.threads - 1.0, r.threads / 2.0) / r.threads, r.threads);
+    text += fmt::format(
+        "shared CPU: {:.0f} tokens/s beside one CPU-bound process = {:.0f}% of the idle median "
+        "(a fair share: {:.0f}%, the neighbour taking one core of {} or half of one)\n",
+        r.shared_tokens_per_s, 100 * r.shared_tokens_per_s / r.tokens_per_s,
+        100.0 * std::max(r.threads - 1.0, r.threads / 2.0) / r.threads, r.threads);
   text += fmt::format("memory: parameters {:.1f} MB, activations {:.1f} MB, peak RSS {:.1f} MB\n",
                       r.parameter_bytes / 1e6, r.activation_bytes / 1e6, r.peak_rss_kb / 1e3);
   return text;
@@ -91,10 +93,10 @@ std::string time_tables(const TrainBenchResult& r) {
 std::string format_train_bench(const TrainBenchResult& r, const config::Recipe& recipe) {
   const ModelSpec spec = ModelSpec::from_recipe(recipe);
   return model_line(r, recipe, spec) + speed_lines(r) + machine_lines(r) + time_tables(r) +
-         fmt::format("\nceiling: every matmul at the probe's {:.1f} GFLOP/s, the rest as timed: {:.1f} ms a step, "
-                     "{:.0f} tokens/s (this run: {:.0f}% of it)\n",
-                     r.peak_gflops, r.ceiling_step_ms, r.ceiling_tokens_per_s,
-                     100 * r.tokens_per_s / r.ceiling_tokens_per_s);
+         fmt::format(
+             "\nceiling: every matmul at the probe's {:.1f} GFLOP/s, the rest as timed: {:.1f} ms a step, "
+             "{:.0f} tokens/s (this run: {:.0f}% of it)\n",
+             r.peak_gflops, r.ceiling_step_ms, r.ceiling_tokens_per_s, 100 * r.tokens_per_s / r.ceiling_tokens_per_s);
 }
 
 }  // namespace linformer

@@ -55,7 +55,8 @@ void add_bench_command(CLI::App& app) {
   train->callback([args] {
     const auto recipe = config::load_recipe(args->recipe.path, args->recipe.overrides);
     const ModelSpec spec = ModelSpec::from_recipe(recipe);
-    const TrainBenchResult r = bench_train(recipe, args->warmup, args->steps, args->beside_busy_process, args->every_row);
+    const TrainBenchResult r =
+        bench_train(recipe, args->warmup, args->steps, args->beside_busy_process, args->every_row);
     std::cout << format_train_bench(r, recipe);
     if (!args->json.empty()) write_file_atomic(args->json, to_json(r, spec) + "\n");
   });
@@ -69,17 +70,32 @@ void add_bench_command(CLI::App& app) {
   att->recipe.add_to(*attention);
   // The model counts positions in 32 bits; lengths beyond the memory budget are reported, not run.
   const long long max_length = std::numeric_limits<int>::max();
-  attention->add_option("--lengths", att->options.lengths, "Sequence lengths n")->capture_default_str()->check(in_range(2, max_length));
-  attention->add_option("--ks", att->options.ks, "Projected lengths k (each run where k < n)")->capture_default_str()->check(in_range(1, max_length));
-  attention->add_option("--memory-budget", att->memory_budget,
-                        "Memory for parameters and a batch's activations (e.g. 16GiB, 8G, 500MB)")
+  attention->add_option("--lengths", att->options.lengths, "Sequence lengths n")
+      ->capture_default_str()
+      ->check(in_range(2, max_length));
+  attention->add_option("--ks", att->options.ks, "Projected lengths k (each run where k < n)")
+      ->capture_default_str()
+      ->check(in_range(1, max_length));
+  attention
+      ->add_option("--memory-budget", att->memory_budget,
+                   "Memory for parameters and a batch's activations (e.g. 16GiB, 8G, 500MB)")
       ->capture_default_str();
-  attention->add_option("--time-limit", att->options.time_limit_s, "Seconds per cell for its timed passes; a cell whose one sequence is estimated to take longer is reported, not run")
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  attention->add_option("--max-batch", att->options.max_timed_batch, "Largest batch actually timed (the largest batch within the budget is reported either way)")
-      ->capture_default_str()->check(at_least(1));
-  attention->add_option("--repeats", att->options.repeats, "Timed passes per cell after one warm-up pass (fewer if the time limit says so)")
-      ->capture_default_str()->check(at_least(1));
+  attention
+      ->add_option("--time-limit", att->options.time_limit_s,
+                   "Seconds per cell for its timed passes; a cell whose one sequence is estimated to take longer is "
+                   "reported, not run")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  attention
+      ->add_option("--max-batch", att->options.max_timed_batch,
+                   "Largest batch actually timed (the largest batch within the budget is reported either way)")
+      ->capture_default_str()
+      ->check(at_least(1));
+  attention
+      ->add_option("--repeats", att->options.repeats,
+                   "Timed passes per cell after one warm-up pass (fewer if the time limit says so)")
+      ->capture_default_str()
+      ->check(at_least(1));
   attention->add_option("--csv", att->csv, "Also write one row per cell to this CSV file");
   add_precision_option(*attention, att->precision);
   attention->callback([att] {
@@ -88,12 +104,12 @@ void add_bench_command(CLI::App& app) {
     att->options.memory_budget_bytes = parse_memory_size(att->memory_budget);
     const AttentionBenchResult r = bench_attention(recipe, att->options, [](const AttentionCell& c) {
       const bool measured = c.status == CellStatus::measured;
-      std::cerr << fmt::format("n {:>6} {:<16} {:<20} {:>9.1f} MiB/sequence, largest batch {}{}\n", c.n,
-                               c.k ? fmt::format("Linformer k={}", c.k) : std::string("full"), status_name(c.status),
-                               static_cast<double>(c.bytes_per_sequence) / (1 << 20), c.max_batch,
-                               measured ? fmt::format(", {:.1f} ms/sequence at batch {}", c.seconds_per_sequence * 1e3,
-                                                      c.timed_batch)
-                                        : std::string());
+      std::cerr << fmt::format(
+          "n {:>6} {:<16} {:<20} {:>9.1f} MiB/sequence, largest batch {}{}\n", c.n,
+          c.k ? fmt::format("Linformer k={}", c.k) : std::string("full"), status_name(c.status),
+          static_cast<double>(c.bytes_per_sequence) / (1 << 20), c.max_batch,
+          measured ? fmt::format(", {:.1f} ms/sequence at batch {}", c.seconds_per_sequence * 1e3, c.timed_batch)
+                   : std::string());
     });
     std::cout << format_attention_table(r, att->options);
     if (!att->csv.empty()) write_file_atomic(att->csv, attention_csv(r));

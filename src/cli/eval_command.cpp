@@ -18,7 +18,8 @@ void add_eval_command(CLI::App& app) {
       "eval",
       "Masked-LM perplexity and accuracy of a checkpoint on a prepared split or on raw text files (masks drawn "
       "with the recipe's data.seed and masking settings, the same every time).");
-  cmd->add_option("-c,--checkpoint", args->checkpoint, "Checkpoint directory (e.g. runs/default/checkpoints/checkpoint_00000450), or a run directory for "
+  cmd->add_option("-c,--checkpoint", args->checkpoint,
+                  "Checkpoint directory (e.g. runs/default/checkpoints/checkpoint_00000450), or a run directory for "
                   "its newest checkpoint")
       ->required()
       ->check(CLI::ExistingDirectory);
@@ -33,11 +34,11 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--max-batches", args->max_batches, "Evaluate at most this many batches (default: all)")
       ->check(at_least(1));
   cmd->add_flag("--shuffle-words", args->shuffle_words,
-               "Also evaluate with the words of each sequence in random order (the same masked targets, carried "
-               "with their words): how much the model uses word order");
+                "Also evaluate with the words of each sequence in random order (the same masked targets, carried "
+                "with their words): how much the model uses word order");
   cmd->add_flag("--by-context", args->by_context,
-               "Also score apart the masked targets whose word occurs elsewhere in their sequence (copyable from "
-               "context) and the others: how much of the model's perplexity comes from copying");
+                "Also score apart the masked targets whose word occurs elsewhere in their sequence (copyable from "
+                "context) and the others: how much of the model's perplexity comes from copying");
   auto json_path = std::make_shared<std::string>();
   cmd->add_option("--json", *json_path, "Also write the result as JSON to this file");
   auto precision = std::make_shared<std::string>("fp32");
@@ -46,47 +47,54 @@ void add_eval_command(CLI::App& app) {
     use_precision(*precision);
     const EvalReport report = run_eval(*args);
     const auto& r = report.result;
-    std::cout << fmt::format("{}: loss {:.4f} nats, perplexity {:.2f}, accuracy {:.4f} over {} masked tokens ({} batches)\n",
-                             report.source, r.loss(), r.perplexity(), r.accuracy(), r.masked, r.batches);
+    std::cout << fmt::format(
+        "{}: loss {:.4f} nats, perplexity {:.2f}, accuracy {:.4f} over {} masked tokens ({} batches)\n", report.source,
+        r.loss(), r.perplexity(), r.accuracy(), r.masked, r.batches);
     if (report.has_unigram)
-      std::cout << fmt::format("unigram baseline (training-split token frequencies) on the same tokens: perplexity "
-                               "{:.2f}; the model's is {:.3f} × that\n",
-                               r.unigram_perplexity(), r.perplexity() / r.unigram_perplexity());
+      std::cout << fmt::format(
+          "unigram baseline (training-split token frequencies) on the same tokens: perplexity "
+          "{:.2f}; the model's is {:.3f} × that\n",
+          r.unigram_perplexity(), r.perplexity() / r.unigram_perplexity());
     if (report.shuffled)
-      std::cout << fmt::format("words shuffled within each sentence: perplexity {:.2f}, accuracy {:.4f}; {:.3f} × the "
-                               "ordered text's perplexity\n",
-                               report.shuffled->perplexity(), report.shuffled->accuracy(),
-                               report.shuffled->perplexity() / r.perplexity());
+      std::cout << fmt::format(
+          "words shuffled within each sentence: perplexity {:.2f}, accuracy {:.4f}; {:.3f} × the "
+          "ordered text's perplexity\n",
+          report.shuffled->perplexity(), report.shuffled->accuracy(), report.shuffled->perplexity() / r.perplexity());
     if (report.by_context) {
       const auto line = [&](const char* what, const EvalResult& g) {
-        std::cout << fmt::format("  {}: {} masked tokens ({:.1f}%), perplexity {:.2f}, accuracy {:.4f}{}\n", what,
-                                 g.masked, 100.0 * static_cast<double>(g.masked) / static_cast<double>(r.masked),
-                                 g.perplexity(), g.accuracy(),
-                                 report.has_unigram ? fmt::format(", unigram baseline {:.2f}", g.unigram_perplexity())
-                                                    : std::string());
+        std::cout << fmt::format(
+            "  {}: {} masked tokens ({:.1f}%), perplexity {:.2f}, accuracy {:.4f}{}\n", what, g.masked,
+            100.0 * static_cast<double>(g.masked) / static_cast<double>(r.masked), g.perplexity(), g.accuracy(),
+            report.has_unigram ? fmt::format(", unigram baseline {:.2f}", g.unigram_perplexity()) : std::string());
       };
       std::cout << "by context (is the target's word elsewhere in its sequence?):\n";
       line("in context", report.by_context->in_context);
       line("not in context", report.by_context->not_in_context);
     }
     if (!json_path->empty()) {
-      nlohmann::json j = {{"source", report.source}, {"checkpoint", report.checkpoint}, {"loss", r.loss()},
-                          {"perplexity", r.perplexity()}, {"accuracy", r.accuracy()}, {"masked", r.masked},
-                          {"batches", r.batches}, {"tokens", r.tokens},
+      nlohmann::json j = {{"source", report.source},
+                          {"checkpoint", report.checkpoint},
+                          {"loss", r.loss()},
+                          {"perplexity", r.perplexity()},
+                          {"accuracy", r.accuracy()},
+                          {"masked", r.masked},
+                          {"batches", r.batches},
+                          {"tokens", r.tokens},
                           {"precision", matmul_bf16_operands() ? "bf16" : "fp32"}};
       if (report.has_unigram) {
         j["unigram_perplexity"] = r.unigram_perplexity();
         j["ratio_to_unigram"] = r.perplexity() / r.unigram_perplexity();
       }
       if (report.shuffled) {
-        j["shuffled_words"] = {{"loss", report.shuffled->loss()}, {"perplexity", report.shuffled->perplexity()},
+        j["shuffled_words"] = {{"loss", report.shuffled->loss()},
+                               {"perplexity", report.shuffled->perplexity()},
                                {"accuracy", report.shuffled->accuracy()}};
         j["word_order_ratio"] = report.shuffled->perplexity() / r.perplexity();
       }
       if (report.by_context) {
         const auto group = [&](const EvalResult& g) {
-          nlohmann::json out = {{"masked", g.masked}, {"loss", g.loss()}, {"perplexity", g.perplexity()},
-                                {"accuracy", g.accuracy()}};
+          nlohmann::json out = {
+              {"masked", g.masked}, {"loss", g.loss()}, {"perplexity", g.perplexity()}, {"accuracy", g.accuracy()}};
           if (report.has_unigram) out["unigram_perplexity"] = g.unigram_perplexity();
           return out;
         };
@@ -107,7 +115,8 @@ void add_fill_mask_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "fill-mask", "Top-k predictions with probabilities for each <mask> in a text, like Hugging Face's fill-mask.");
-  cmd->add_option("-c,--checkpoint", args->checkpoint, "Checkpoint directory, or a run directory for its newest checkpoint")
+  cmd->add_option("-c,--checkpoint", args->checkpoint,
+                  "Checkpoint directory, or a run directory for its newest checkpoint")
       ->required()
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--top-k", args->top_k, "Predictions per mask")->capture_default_str()->check(at_least(1));

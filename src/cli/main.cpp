@@ -8,8 +8,8 @@
 #include "linformer/core/check.h"
 #include "linformer/core/logging.h"
 #include "linformer/core/openmp_wait.h"
-#include "linformer/core/world.h"
 #include "linformer/core/version.h"
+#include "linformer/core/world.h"
 #include "linformer/kernels/context.h"
 
 #include <fmt/format.h>
@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty() && app.get_subcommands().empty()) {
+    if (const std::string unknown = unknown_command(app, argc, argv);
+        !unknown.empty() && app.get_subcommands().empty()) {
       std::cerr << "linformer: " << unknown << "\n";
       linformer::World::finalize();
       return 2;

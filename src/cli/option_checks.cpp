@@ -21,13 +21,16 @@ CLI::Validator in_range(long long lo, long long hi) {
         if (value < lo) return fmt::format("{} is less than {}", value, lo);
         return {};
       },
-      hi == std::numeric_limits<long long>::max() ? fmt::format("INT ≥ {}", lo) : fmt::format("INT in [{}, {}]", lo, hi));
+      hi == std::numeric_limits<long long>::max() ? fmt::format("INT ≥ {}", lo)
+                                                  : fmt::format("INT in [{}, {}]", lo, hi));
 }
 
 CLI::Validator at_least(long long lo) { return in_range(lo, std::numeric_limits<long long>::max()); }
 
 void add_precision_option(CLI::App& command, std::string& precision) {
-  command.add_option("--precision", precision, "Matmul precision: fp32, or bf16 operands with f32 accumulation (needs avx512_bf16)")
+  command
+      .add_option("--precision", precision,
+                  "Matmul precision: fp32, or bf16 operands with f32 accumulation (needs avx512_bf16)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
 }

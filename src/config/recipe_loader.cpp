@@ -132,7 +132,8 @@ Recipe load_recipe(const std::string& path, const std::vector<std::string>& over
   if (errors.empty()) errors = validate_recipe(recipe);
 
   if (!errors.empty()) {
-    std::string message = fmt::format("recipe '{}' has {} error{}:", path, errors.size(), errors.size() == 1 ? "" : "s");
+    std::string message =
+        fmt::format("recipe '{}' has {} error{}:", path, errors.size(), errors.size() == 1 ? "" : "s");
     for (const auto& e : errors) message += "\n  " + e;
     throw Error(message);
   }

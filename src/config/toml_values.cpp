@@ -12,11 +12,16 @@ std::string describe_node(const toml::node& node) {
   std::string text = value.str();
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   switch (node.type()) {
-    case toml::node_type::string: return "string " + toml_quote(node.as_string()->get());
-    case toml::node_type::integer: return "integer " + text;
-    case toml::node_type::floating_point: return "float " + text;
-    case toml::node_type::boolean: return "boolean " + text;
-    default: return text;
+    case toml::node_type::string:
+      return "string " + toml_quote(node.as_string()->get());
+    case toml::node_type::integer:
+      return "integer " + text;
+    case toml::node_type::floating_point:
+      return "float " + text;
+    case toml::node_type::boolean:
+      return "boolean " + text;
+    default:
+      return text;
   }
 }
 
@@ -31,14 +36,26 @@ std::string toml_quote(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
-        if (c < 0x20 || c == 0x7f) out += fmt::format("\\u{:04X}", c);
-        else out += static_cast<char>(c);
+        if (c < 0x20 || c == 0x7f)
+          out += fmt::format("\\u{:04X}", c);
+        else
+          out += static_cast<char>(c);
     }
   }
   return out + "\"";

@@ -28,12 +28,18 @@ struct is_vector<std::vector<T>> : std::true_type {
 
 template <class T>
 std::string type_name() {
-  if constexpr (std::is_same_v<T, bool>) return "boolean";
-  else if constexpr (std::is_integral_v<T>) return "integer";
-  else if constexpr (std::is_floating_point_v<T>) return "float";
-  else if constexpr (std::is_same_v<T, std::string>) return "string";
-  else if constexpr (std::is_enum_v<T>) return "one of: " + enum_choices<T>();
-  else if constexpr (is_vector<T>::value) return "list of " + type_name<typename is_vector<T>::element>() + "s";
+  if constexpr (std::is_same_v<T, bool>)
+    return "boolean";
+  else if constexpr (std::is_integral_v<T>)
+    return "integer";
+  else if constexpr (std::is_floating_point_v<T>)
+    return "float";
+  else if constexpr (std::is_same_v<T, std::string>)
+    return "string";
+  else if constexpr (std::is_enum_v<T>)
+    return "one of: " + enum_choices<T>();
+  else if constexpr (is_vector<T>::value)
+    return "list of " + type_name<typename is_vector<T>::element>() + "s";
 }
 
 // "string \"four\"", "integer 3", "a table"
@@ -49,11 +55,16 @@ std::string toml_float(double x);
 
 template <class T>
 std::string to_toml(const T& value) {
-  if constexpr (std::is_same_v<T, bool>) return value ? "true" : "false";
-  else if constexpr (std::is_integral_v<T>) return std::to_string(value);
-  else if constexpr (std::is_floating_point_v<T>) return toml_float(value);
-  else if constexpr (std::is_same_v<T, std::string>) return toml_quote(value);
-  else if constexpr (std::is_enum_v<T>) return toml_quote(std::string(enum_name(value)));
+  if constexpr (std::is_same_v<T, bool>)
+    return value ? "true" : "false";
+  else if constexpr (std::is_integral_v<T>)
+    return std::to_string(value);
+  else if constexpr (std::is_floating_point_v<T>)
+    return toml_float(value);
+  else if constexpr (std::is_same_v<T, std::string>)
+    return toml_quote(value);
+  else if constexpr (std::is_enum_v<T>)
+    return toml_quote(std::string(enum_name(value)));
   else if constexpr (is_vector<T>::value) {
     std::string s = "[";
     for (size_t i = 0; i < value.size(); ++i) s += (i ? ", " : "") + to_toml(value[i]);

@@ -4,8 +4,7 @@
 
 namespace linformer::detail {
 
-void throw_check_failure(const char* condition, const char* file, int line,
-                         const std::string& message) {
+void throw_check_failure(const char* condition, const char* file, int line, const std::string& message) {
   // Keep only the path below the project root: ".../src/core/x.cpp" -> "src/core/x.cpp".
   const char* short_file = file;
   for (const char* root : {"/src/", "/include/", "/tests/"}) {

@@ -18,6 +18,8 @@ uint32_t crc32_update(uint32_t crc, const void* p, uint64_t n) {
   return crc;
 }
 
-std::string crc32_hex(std::string_view bytes) { return fmt::format("{:08x}", crc32_update(0, bytes.data(), bytes.size())); }
+std::string crc32_hex(std::string_view bytes) {
+  return fmt::format("{:08x}", crc32_update(0, bytes.data(), bytes.size()));
+}
 
 }  // namespace linformer

@@ -117,19 +117,22 @@ const char* openmp_wait_policy_description() {
     const char* spin = std::getenv("GOMP_SPINCOUNT");
     const char* chosen_by_program = std::getenv(kChosenByProgram);
     if (policy != nullptr && chosen_by_program != nullptr && std::string(chosen_by_program) == kChoseBusy)
-      return "OMP_WAIT_POLICY=" + std::string(policy) + " (the program's choice: other processes kept the CPUs "
+      return "OMP_WAIT_POLICY=" + std::string(policy) +
+             " (the program's choice: other processes kept the CPUs "
              "busy at start, where spinning threads burn the time their descheduled partner needs; set "
              "OMP_WAIT_POLICY or GOMP_SPINCOUNT to choose)";
     if (spin != nullptr && chosen_by_program != nullptr)
-      return "GOMP_SPINCOUNT=" + std::string(spin) + " (the program's default: idle threads sleep soon, "
+      return "GOMP_SPINCOUNT=" + std::string(spin) +
+             " (the program's default: idle threads sleep soon, "
              "so a busy neighbour process costs little; set OMP_WAIT_POLICY or GOMP_SPINCOUNT to choose)";
     std::string chosen;
     if (policy != nullptr) chosen += "OMP_WAIT_POLICY=" + std::string(policy);
     if (spin != nullptr) chosen += (chosen.empty() ? "" : ", ") + std::string("GOMP_SPINCOUNT=") + spin;
     if (!chosen.empty()) return chosen + " (set by the environment)";
     if (environment_places_openmp_threads())
-      return std::string("the OpenMP runtime's default (OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY set: the "
-                         "program leaves OpenMP to the environment)");
+      return std::string(
+          "the OpenMP runtime's default (OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY set: the "
+          "program leaves OpenMP to the environment)");
     return std::string("the OpenMP runtime's default (neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT set)");
   }();
   return text.c_str();

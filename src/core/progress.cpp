@@ -18,7 +18,8 @@ bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1 && spdlog::shoul
 
 std::string format_duration(double seconds) {
   const auto s = static_cast<int64_t>(seconds + 0.5);
-  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{}:{:02}", s / 60, s % 60);
+  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+                   : fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
 }  // namespace
@@ -36,7 +37,11 @@ std::string Progress::format_amount(double amount, Unit unit) {
 }
 
 Progress::Progress(std::string label, uint64_t total, Unit unit)
-    : label_(std::move(label)), total_(total), unit_(unit), terminal_(stderr_is_terminal()), start_(Clock::now()),
+    : label_(std::move(label)),
+      total_(total),
+      unit_(unit),
+      terminal_(stderr_is_terminal()),
+      start_(Clock::now()),
       last_draw_(start_) {}
 
 Progress::~Progress() {
@@ -68,7 +73,8 @@ void Progress::draw(bool final) {
   std::string text;
   if (total_ > 0) {
     const double fraction = std::min(1.0, static_cast<double>(done_) / static_cast<double>(total_));
-    const std::string eta = rate > 0 && !final ? " ETA " + format_duration((total_ - std::min(done_, total_)) / rate) : "";
+    const std::string eta =
+        rate > 0 && !final ? " ETA " + format_duration((total_ - std::min(done_, total_)) / rate) : "";
     if (terminal_) {
       constexpr int kWidth = 30;
       const int filled = static_cast<int>(fraction * kWidth);

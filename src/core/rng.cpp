@@ -7,7 +7,7 @@
 namespace linformer {
 
 namespace {
-constexpr uint32_t kMul0 = 0xD2511F53, kMul1 = 0xCD9E8D57;   // Philox multipliers
+constexpr uint32_t kMul0 = 0xD2511F53, kMul1 = 0xCD9E8D57;    // Philox multipliers
 constexpr uint32_t kWeyl0 = 0x9E3779B9, kWeyl1 = 0xBB67AE85;  // key schedule increments
 
 inline void mulhilo(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) {

@@ -25,10 +25,14 @@ bool stop_requested() { return g_signal != 0; }
 
 const char* stop_signal_name() {
   switch (g_signal) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    default: return "";
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "";
   }
 }
 

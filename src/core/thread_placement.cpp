@@ -96,8 +96,10 @@ OpenmpTeam::OpenmpTeam(int threads) {
     pinned_threads = team;
   }
   if (by_environment)
-    placement = fmt::format("{}, placed as OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY say (set by the "
-                            "environment)", threads_text(team));
+    placement = fmt::format(
+        "{}, placed as OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY say (set by the "
+        "environment)",
+        threads_text(team));
   else if (pin)
     placement = fmt::format("{}, pinned one per CPU (CPUs {}; OMP_PROC_BIND=false leaves them to the kernel)",
                             threads_text(team), cpu_list(cpus));

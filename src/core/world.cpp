@@ -22,7 +22,7 @@ namespace linformer {
 namespace {
 int g_rank = 0;
 int g_size = 1;
-bool g_mpi = false;  // MPI_Init_thread was called (and MPI_Finalize not yet)
+bool g_mpi = false;         // MPI_Init_thread was called (and MPI_Finalize not yet)
 bool g_serialized = false;  // MPI_THREAD_SERIALIZED (or more) granted
 int g_machines = 1;         // how many shared-memory nodes the processes run on
 
@@ -99,9 +99,10 @@ void World::init() {
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &g_machines, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
 #else
   if (std::atoi(std::getenv("OMPI_COMM_WORLD_SIZE")) > 1)
-    LF_FAIL("launched by mpirun with {} processes, but this build has no MPI (install libopenmpi-dev and build "
-            "again; CMake says 'MPI: data-parallel training on')",
-            std::getenv("OMPI_COMM_WORLD_SIZE"));
+    LF_FAIL(
+        "launched by mpirun with {} processes, but this build has no MPI (install libopenmpi-dev and build "
+        "again; CMake says 'MPI: data-parallel training on')",
+        std::getenv("OMPI_COMM_WORLD_SIZE"));
 #endif
 }
 
@@ -113,9 +114,10 @@ void World::set_peer_timeout(double seconds) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       const int64_t since = g_collective_since.load();
       if (since == 0 || now_ns() - since < limit_ns) continue;
-      spdlog::error("rank {} of {}: no answer from the other processes for {:.0f} s in {} (one hung, or died): "
-                    "ending this process so that mpirun ends the job (--peer-timeout)",
-                    g_rank, g_size, seconds, g_collective_name.load());
+      spdlog::error(
+          "rank {} of {}: no answer from the other processes for {:.0f} s in {} (one hung, or died): "
+          "ending this process so that mpirun ends the job (--peer-timeout)",
+          g_rank, g_size, seconds, g_collective_name.load());
       spdlog::default_logger()->flush();
       std::_Exit(1);  // the main thread is inside MPI: no clean exit from here
     }

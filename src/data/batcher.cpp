@@ -26,8 +26,8 @@ BatcherOptions evaluation_options(int batch_size, uint64_t seed) {
 Batcher::Batcher(const TokenBlocks& blocks, const Masker& masker, BatcherOptions options)
     : blocks_(blocks), masker_(masker), options_(options) {
   LF_CHECK(options.batch_size >= 1, "batch size {} must be positive", options.batch_size);
-  LF_CHECK(options.world_size >= 1 && options.rank >= 0 && options.rank < options.world_size,
-           "rank {} outside [0, {})", options.rank, options.world_size);
+  LF_CHECK(options.world_size >= 1 && options.rank >= 0 && options.rank < options.world_size, "rank {} outside [0, {})",
+           options.rank, options.world_size);
   blocks_per_rank_ = blocks.size() / options.world_size;
   const int64_t b = options.batch_size;
   batches_per_epoch_ = options.drop_last ? blocks_per_rank_ / b : (blocks_per_rank_ + b - 1) / b;
@@ -65,8 +65,8 @@ void Batcher::next(Batch& batch) {
 }
 
 void Batcher::get(const BatcherState& at, Batch& batch) {
-  LF_CHECK(at.position < static_cast<uint64_t>(batches_per_epoch_), "batch {} of an epoch of {} batches",
-           at.position, batches_per_epoch_);
+  LF_CHECK(at.position < static_cast<uint64_t>(batches_per_epoch_), "batch {} of an epoch of {} batches", at.position,
+           batches_per_epoch_);
   const std::vector<int64_t>& perm = order(at.epoch);
   const int64_t first = static_cast<int64_t>(at.position) * options_.batch_size;  // within this rank's share
   const int rows = static_cast<int>(std::min<int64_t>(options_.batch_size, blocks_per_rank_ - first));

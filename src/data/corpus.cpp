@@ -3,8 +3,8 @@
 #include "linformer/core/check.h"
 #include "linformer/data/utf8.h"
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 namespace linformer::data {
 
@@ -33,7 +33,7 @@ void add_sentence(std::string_view raw, Document& doc, CorpusStats& stats) {
     size_t cut = rest.size();
     if (cut > kMaxSentenceBytes) {
       cut = rest.find_last_of(" \t", kMaxSentenceBytes - 1);  // the piece ends with the space
-      if (cut == std::string_view::npos || cut == 0) {  // no space: the last character boundary
+      if (cut == std::string_view::npos || cut == 0) {        // no space: the last character boundary
         cut = kMaxSentenceBytes;
         while ((static_cast<unsigned char>(rest[cut]) & 0xC0) == 0x80) --cut;
       } else {
@@ -165,10 +165,13 @@ class WikiExtractorParser : public CorpusReader::Parser {
 
 std::unique_ptr<CorpusReader::Parser> make_parser(CorpusFormat format, const CorpusOptions& o) {
   switch (format) {
-    case CorpusFormat::jsonl: return std::make_unique<JsonLinesParser>(o.json_text_field);
-    case CorpusFormat::wikiextractor: return std::make_unique<WikiExtractorParser>();
+    case CorpusFormat::jsonl:
+      return std::make_unique<JsonLinesParser>(o.json_text_field);
+    case CorpusFormat::wikiextractor:
+      return std::make_unique<WikiExtractorParser>();
     case CorpusFormat::text:
-    case CorpusFormat::automatic: break;
+    case CorpusFormat::automatic:
+      break;
   }
   return std::make_unique<TextParser>(o.document_per_line);
 }
@@ -191,9 +194,7 @@ CorpusReader::CorpusReader(CorpusOptions options)
 
 CorpusReader::~CorpusReader() = default;
 
-uint64_t CorpusReader::file_bytes_done() const {
-  return finished_file_bytes_ + (reader_ ? reader_->file_offset() : 0);
-}
+uint64_t CorpusReader::file_bytes_done() const { return finished_file_bytes_ + (reader_ ? reader_->file_offset() : 0); }
 
 bool CorpusReader::next(Document& doc) {
   doc.sentences.clear();

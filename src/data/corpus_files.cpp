@@ -62,11 +62,13 @@ std::vector<std::string> files_under(const std::string& path) {
     const fs::path& p = it->path();
     std::error_code type_ec;
     const bool directory = fs::is_directory(p, type_ec);
-    if (directory && is_hidden(p)) it.disable_recursion_pending();
+    if (directory && is_hidden(p))
+      it.disable_recursion_pending();
     else if (directory && !first_visit(p))
-      LF_FAIL("corpus directory '{}': '{}' leads to a directory read already (a symbolic link loop, or two links to "
-              "one directory): remove the link",
-              path, p.string());
+      LF_FAIL(
+          "corpus directory '{}': '{}' leads to a directory read already (a symbolic link loop, or two links to "
+          "one directory): remove the link",
+          path, p.string());
     else if (!directory && !is_hidden(p) && fs::is_regular_file(p, type_ec))
       files.push_back(p.string());
   }
@@ -134,9 +136,10 @@ void check_is_text(const std::string& path, std::string_view head) {
     control += (u < 0x20 && u != '\t' && u != '\n' && u != '\r' && u != '\f' && u != '\v') || u == 0x7f;
   }
   if (nul > 0 || control * 100 > head.size())
-    LF_FAIL("corpus file '{}' is not text: its first {} bytes hold {} NUL and {} other control characters (corpus "
-            "files are plain text, JSON lines or WikiExtractor output, optionally gzipped)",
-            path, head.size(), nul, control - nul);
+    LF_FAIL(
+        "corpus file '{}' is not text: its first {} bytes hold {} NUL and {} other control characters (corpus "
+        "files are plain text, JSON lines or WikiExtractor output, optionally gzipped)",
+        path, head.size(), nul, control - nul);
 }
 
 }  // namespace linformer::data

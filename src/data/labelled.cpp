@@ -153,9 +153,10 @@ LabelledSet read_labelled_file(const std::string& path, const Tokenizer& tokeniz
     if (!id_of.count(documents[d].label)) {
       std::string known;
       for (const auto& l : set.labels) known += (known.empty() ? "" : ", ") + l;
-      LF_FAIL("{}: document {} has the label '{}', not one of the run's labels ({}: finetune.labels, or the training "
-              "file's when finetune.labels is empty)",
-              path, d + 1, documents[d].label, known);
+      LF_FAIL(
+          "{}: document {} has the label '{}', not one of the run's labels ({}: finetune.labels, or the training "
+          "file's when finetune.labels is empty)",
+          path, d + 1, documents[d].label, known);
     }
 
   // Tokenize in parallel, then concatenate in file order.

@@ -18,11 +18,11 @@
 #include "linformer/data/tokenizer.h"
 #include "linformer/data/unigram.h"
 
-#include <nlohmann/json.hpp>
 #include <omp.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -68,7 +68,8 @@ json settings_of(const config::Recipe& r) {
 
 std::string key_of(const config::Recipe& r, const std::vector<CorpusFile>& files) {
   json files_json = json::array();
-  for (const auto& f : files) files_json.push_back({f.path, f.size, f.mtime_ns, std::string(config::enum_name(f.format))});
+  for (const auto& f : files)
+    files_json.push_back({f.path, f.size, f.mtime_ns, std::string(config::enum_name(f.format))});
   json key = {{"version", kPreparedVersion}, {"settings", settings_of(r)}, {"files", files_json}};
   if (!r.data.tokenizer_model.empty()) {
     struct stat st {};
@@ -93,12 +94,22 @@ json summary_json(const PrepareSummary& s) {
     const SplitCounts& c = s.splits[static_cast<size_t>(sp)];
     splits[std::string(split_name(sp))] = {{"file", shard_file(sp)}, {"documents", c.documents}, {"tokens", c.tokens}};
   }
-  return {{"files", s.files},           {"documents", s.documents},   {"sentences", s.sentences},
-          {"tokens", s.tokens},         {"unknown_tokens", s.unknown_tokens}, {"invalid_utf8", s.invalid_utf8},
-          {"file_bytes", s.file_bytes}, {"text_bytes", s.text_bytes}, {"output_bytes", s.output_bytes},
-          {"seconds", s.seconds},       {"encode_seconds", s.encode_seconds}, {"splits", splits},
+  return {{"files", s.files},
+          {"documents", s.documents},
+          {"sentences", s.sentences},
+          {"tokens", s.tokens},
+          {"unknown_tokens", s.unknown_tokens},
+          {"invalid_utf8", s.invalid_utf8},
+          {"file_bytes", s.file_bytes},
+          {"text_bytes", s.text_bytes},
+          {"output_bytes", s.output_bytes},
+          {"seconds", s.seconds},
+          {"encode_seconds", s.encode_seconds},
+          {"splits", splits},
           {"phase_seconds",
-           {{"read", s.read_seconds}, {"tokenizer", s.tokenizer_seconds}, {"encode", s.encode_seconds},
+           {{"read", s.read_seconds},
+            {"tokenizer", s.tokenizer_seconds},
+            {"encode", s.encode_seconds},
             {"write", s.write_seconds}}},
           {"text_mb_per_second", s.seconds > 0 ? static_cast<double>(s.text_bytes) / 1e6 / s.seconds : 0.0},
           {"peak_rss_bytes", s.peak_rss_bytes}};
@@ -161,8 +172,8 @@ void check_replaceable(const std::string& dir) {
   if (!fs::exists(dir, ec)) return;
   if (!fs::is_directory(dir, ec)) LF_FAIL("data.prepared_dir '{}' exists and is not a directory", dir);
   if (fs::is_empty(dir, ec) || fs::exists(fs::path(dir) / kMetaFile, ec)) return;
-  LF_FAIL("data.prepared_dir '{}' is not empty and has no {}: not replacing a directory that prepare did not make",
-          dir, kMetaFile);
+  LF_FAIL("data.prepared_dir '{}' is not empty and has no {}: not replacing a directory that prepare did not make", dir,
+          kMetaFile);
 }
 
 // The most text the tokenizer's sample can hold: its bound, or the corpus's bytes when they are
@@ -193,9 +204,9 @@ std::string train_on_sample(SentenceSampler& sampler, const config::DataConfig& 
   o.threads = omp_get_max_threads();
   o.seed = seed;
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string sample_text = fmt::format(
-      "{} sentences ({}) of {} ({}){}", summary.sample_sentences, format_bytes(static_cast<double>(sampler.bytes())),
-      sampler.seen(), format_bytes(static_cast<double>(sampler.seen_bytes())), bound);
+  const std::string sample_text = fmt::format("{} sentences ({}) of {} ({}){}", summary.sample_sentences,
+                                              format_bytes(static_cast<double>(sampler.bytes())), sampler.seen(),
+                                              format_bytes(static_cast<double>(sampler.seen_bytes())), bound);
   std::string model;
   {
     Heartbeat heartbeat(fmt::format("training the {} tokenizer ({} pieces) on {}", config::enum_name(d.tokenizer),
@@ -255,22 +266,23 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force, MemoryProb
               reader.files().size() == 1 ? "" : "s", inputs);
     }
     spdlog::info("corpus: {} files, {} documents, {} sentences, {} of text", reader.stats().files, documents,
-                 reader.stats().sentences, Progress::format_amount(static_cast<double>(reader.stats().text_bytes),
-                                                                   Progress::Unit::bytes));
+                 reader.stats().sentences,
+                 Progress::format_amount(static_cast<double>(reader.stats().text_bytes), Progress::Unit::bytes));
     if (reader.stats().long_lines_cut > 0)
-      spdlog::warn("{} lines longer than {} KiB were cut at spaces into sentences of at most that (a sentence takes "
-                   "about 120 bytes of memory per character to encode)",
-                   reader.stats().long_lines_cut, kMaxSentenceBytes / 1024);
+      spdlog::warn(
+          "{} lines longer than {} KiB were cut at spaces into sentences of at most that (a sentence takes "
+          "about 120 bytes of memory per character to encode)",
+          reader.stats().long_lines_cut, kMaxSentenceBytes / 1024);
   }
 
   summary.read_seconds = seconds_since(start);
 
   // The tokenizer.
   const auto tokenizer_start = std::chrono::steady_clock::now();
-  const std::string model =
-      train_tokenizer_here ? train_on_sample(sampler, d, seed, available(), summary)
-                           : with_context(fmt::format("data.tokenizer_model '{}'", d.tokenizer_model),
-                                          [&] { return read_file(d.tokenizer_model); });
+  const std::string model = train_tokenizer_here
+                                ? train_on_sample(sampler, d, seed, available(), summary)
+                                : with_context(fmt::format("data.tokenizer_model '{}'", d.tokenizer_model),
+                                               [&] { return read_file(d.tokenizer_model); });
   const Tokenizer tokenizer = Tokenizer::from_serialized(
       model, train_tokenizer_here ? std::string("the trained tokenizer") : d.tokenizer_model);
   if (!train_tokenizer_here && tokenizer.vocab_size() != d.vocab_size)
@@ -399,22 +411,26 @@ void log_prepare_summary(const PrepareSummary& s) {
   spdlog::info("prepared {}{}: {} documents, {} sentences, {} tokens (vocabulary {}), unknown tokens {:.4f}%", s.dir,
                s.reused ? " (reused)" : "", s.documents, s.sentences, s.tokens, s.vocab_size,
                s.tokens > 0 ? 100.0 * static_cast<double>(s.unknown_tokens) / static_cast<double>(s.tokens) : 0.0);
-  spdlog::info("splits (documents / tokens): train {} / {}, valid {} / {}, test {} / {}", train.documents,
-               train.tokens, valid.documents, valid.tokens, test.documents, test.tokens);
+  spdlog::info("splits (documents / tokens): train {} / {}, valid {} / {}, test {} / {}", train.documents, train.tokens,
+               valid.documents, valid.tokens, test.documents, test.tokens);
   spdlog::info("input {} in {} files ({} of text, {} invalid UTF-8 sequences replaced), output {}", mb(s.file_bytes),
                s.files, mb(s.text_bytes), s.invalid_utf8, mb(s.output_bytes));
   if (s.unigram_valid_perplexity > 0 || s.unigram_test_perplexity > 0)
-    spdlog::info("unigram baseline (training-split token frequencies, add-1/2 smoothing): perplexity {:.2f} on valid, "
-                 "{:.2f} on test",
-                 s.unigram_valid_perplexity, s.unigram_test_perplexity);
+    spdlog::info(
+        "unigram baseline (training-split token frequencies, add-1/2 smoothing): perplexity {:.2f} on valid, "
+        "{:.2f} on test",
+        s.unigram_valid_perplexity, s.unigram_test_perplexity);
   if (s.reused) return;
-  const auto mb_per_s = [&](double seconds) { return seconds > 0 ? static_cast<double>(s.text_bytes) / 1e6 / seconds : 0.0; };
+  const auto mb_per_s = [&](double seconds) {
+    return seconds > 0 ? static_cast<double>(s.text_bytes) / 1e6 / seconds : 0.0;
+  };
   spdlog::info("time {:.1f} s, {:.2f} MB/s of text end to end; encoding {:.1f} s, {:.2f} MB/s", s.seconds,
                mb_per_s(s.seconds), s.encode_seconds, mb_per_s(s.encode_seconds));
-  spdlog::info("phases: read and sample {:.1f} s ({:.2f} MB/s), tokenizer {:.1f} s, encode and split {:.1f} s "
-               "({:.2f} MB/s), write {:.1f} s; peak RSS {}",
-               s.read_seconds, mb_per_s(s.read_seconds), s.tokenizer_seconds, s.encode_seconds,
-               mb_per_s(s.encode_seconds), s.write_seconds, format_bytes(static_cast<double>(s.peak_rss_bytes)));
+  spdlog::info(
+      "phases: read and sample {:.1f} s ({:.2f} MB/s), tokenizer {:.1f} s, encode and split {:.1f} s "
+      "({:.2f} MB/s), write {:.1f} s; peak RSS {}",
+      s.read_seconds, mb_per_s(s.read_seconds), s.tokenizer_seconds, s.encode_seconds, mb_per_s(s.encode_seconds),
+      s.write_seconds, format_bytes(static_cast<double>(s.peak_rss_bytes)));
 }
 
 }  // namespace linformer::data

@@ -36,8 +36,8 @@ PreparedData open_prepared(const std::string& dir, bool verify_checksums) {
       return shard;
     };
     Shard train = open(Split::train), valid = open(Split::valid), test = open(Split::test);
-    return PreparedData{dir, std::move(meta), std::move(tokenizer), std::move(train), std::move(valid),
-                        std::move(test)};
+    return PreparedData{
+        dir, std::move(meta), std::move(tokenizer), std::move(train), std::move(valid), std::move(test)};
   });
 }
 

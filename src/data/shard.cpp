@@ -25,7 +25,6 @@ uint64_t expected_file_bytes(const ShardHeader& h) {
   return padded_to_8(sizeof(ShardHeader) + h.token_count * h.token_bytes) + 8 * (h.document_count + 1);
 }
 
-
 uint32_t header_crc(ShardHeader h) {
   h.checksum = 0;
   return crc32_update(0, reinterpret_cast<const unsigned char*>(&h), sizeof h);
@@ -152,9 +151,10 @@ Shard Shard::open(const std::string& path, bool verify) {
   // Each message says which of the header's numbers disagrees with the file.
   const uint64_t room = s.size_ - sizeof(ShardHeader);
   if (h.token_count > room / h.token_bytes)
-    LF_FAIL("shard '{}': its header counts {} tokens of {} bytes, more than the file's {} bytes hold: truncated or "
-            "corrupt",
-            path, h.token_count, h.token_bytes, s.size_);
+    LF_FAIL(
+        "shard '{}': its header counts {} tokens of {} bytes, more than the file's {} bytes hold: truncated or "
+        "corrupt",
+        path, h.token_count, h.token_bytes, s.size_);
   if (h.document_count >= room / 8)
     LF_FAIL("shard '{}': its header counts {} documents, more than the file's {} bytes can index: truncated or corrupt",
             path, h.document_count, s.size_);
@@ -166,7 +166,8 @@ Shard Shard::open(const std::string& path, bool verify) {
             path, s.size_, h.token_count, h.document_count, expected_file_bytes(h));
   if (verify) s.verify_checksum();
 
-  s.offsets_ = reinterpret_cast<const uint64_t*>(s.base_ + padded_to_8(sizeof(ShardHeader) + h.token_count * h.token_bytes));
+  s.offsets_ =
+      reinterpret_cast<const uint64_t*>(s.base_ + padded_to_8(sizeof(ShardHeader) + h.token_count * h.token_bytes));
   if (s.offsets_[0] != 0 || s.offsets_[h.document_count] != h.token_count)
     LF_FAIL("shard '{}': the document index does not cover the {} tokens", path, h.token_count);
   for (uint64_t d = 0; d < h.document_count; ++d)
@@ -189,12 +190,13 @@ Shard Shard::open(const std::string& path, bool verify) {
 
 void Shard::verify_checksum() const {
   const uint32_t body = crc32_update(0, base_ + sizeof(ShardHeader), size_ - sizeof(ShardHeader));
-  const uint32_t computed =
-      static_cast<uint32_t>(crc32_combine(header_crc(header_), body, static_cast<z_off_t>(size_ - sizeof(ShardHeader))));
+  const uint32_t computed = static_cast<uint32_t>(
+      crc32_combine(header_crc(header_), body, static_cast<z_off_t>(size_ - sizeof(ShardHeader))));
   if (computed != header_.checksum)
-    LF_FAIL("shard '{}' is corrupt: checksum {:08x} does not match the header's {:08x}; re-run linformer prepare "
-            "--force",
-            path_, computed, header_.checksum);
+    LF_FAIL(
+        "shard '{}' is corrupt: checksum {:08x} does not match the header's {:08x}; re-run linformer prepare "
+        "--force",
+        path_, computed, header_.checksum);
 }
 
 Shard::Shard(Shard&& o) noexcept { *this = std::move(o); }

@@ -11,9 +11,12 @@ constexpr uint64_t kSplitStream = 0x53504C4954ull;  // "SPLIT"
 
 std::string_view split_name(Split s) {
   switch (s) {
-    case Split::train: return "train";
-    case Split::valid: return "valid";
-    case Split::test: return "test";
+    case Split::train:
+      return "train";
+    case Split::valid:
+      return "valid";
+    case Split::test:
+      return "test";
   }
   return "?";
 }

@@ -10,7 +10,8 @@ void EncodedText::add_document(const std::vector<int32_t>& ids) {
 }
 
 void EncodedText::copy(uint64_t begin, uint64_t end, int32_t* out) const {
-  std::copy(tokens_.begin() + static_cast<std::ptrdiff_t>(begin), tokens_.begin() + static_cast<std::ptrdiff_t>(end), out);
+  std::copy(tokens_.begin() + static_cast<std::ptrdiff_t>(begin), tokens_.begin() + static_cast<std::ptrdiff_t>(end),
+            out);
 }
 
 }  // namespace linformer::data

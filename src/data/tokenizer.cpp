@@ -65,9 +65,10 @@ std::string train_tokenizer(std::vector<std::string>&& sentences, const Tokenize
   std::string model;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &model);
   if (!status.ok())
-    LF_FAIL("training a {} tokenizer with {} pieces on {} sentences failed: {} (use a smaller data.vocab_size "
-            "or a larger corpus)",
-            args.at("model_type"), o.vocab_size, count, status.ToString());
+    LF_FAIL(
+        "training a {} tokenizer with {} pieces on {} sentences failed: {} (use a smaller data.vocab_size "
+        "or a larger corpus)",
+        args.at("model_type"), o.vocab_size, count, status.ToString());
   return model;
 }
 
@@ -88,9 +89,10 @@ Tokenizer Tokenizer::from_serialized(std::string model, const std::string& name)
   LF_CHECK(t.vocab_size_ > kFirstOrdinaryId, "{} has only {} pieces", name, t.vocab_size_);
   for (int id = 0; id < kFirstOrdinaryId; ++id)
     if (t.sp_->IdToPiece(id) != kSpecialPieces[id])
-      LF_FAIL("{}: id {} is '{}' but must be '{}' (train with pad_id=0, bos_id=1, eos_id=2, unk_id=3 and "
-              "user_defined_symbols=<mask>)",
-              name, id, t.sp_->IdToPiece(id), kSpecialPieces[id]);
+      LF_FAIL(
+          "{}: id {} is '{}' but must be '{}' (train with pad_id=0, bos_id=1, eos_id=2, unk_id=3 and "
+          "user_defined_symbols=<mask>)",
+          name, id, t.sp_->IdToPiece(id), kSpecialPieces[id]);
   t.word_starts_.resize(static_cast<size_t>(t.vocab_size_));
   for (int id = 0; id < t.vocab_size_; ++id)
     t.word_starts_[static_cast<size_t>(id)] = t.sp_->IdToPiece(id).rfind("\xE2\x96\x81", 0) == 0;

@@ -21,7 +21,8 @@ UnigramModel::UnigramModel(const std::vector<int64_t>& counts) {
   const double total = static_cast<double>(train_tokens_) + kSmoothing * (V - kFirstOrdinaryId);
   nll_.assign(static_cast<size_t>(V), 0.0);
   for (int id = kFirstOrdinaryId; id < V; ++id)
-    nll_[static_cast<size_t>(id)] = -std::log((static_cast<double>(counts[static_cast<size_t>(id)]) + kSmoothing) / total);
+    nll_[static_cast<size_t>(id)] =
+        -std::log((static_cast<double>(counts[static_cast<size_t>(id)]) + kSmoothing) / total);
 }
 
 UnigramModel::UnigramModel(const Shard& train)

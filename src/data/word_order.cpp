@@ -25,11 +25,11 @@ void shuffle_words(Batch& batch, const std::vector<uint8_t>& word_starts, uint64
   const int64_t n = batch.seq_len;
   LF_CHECK(static_cast<int64_t>(batch.block_ids.size()) == batch.rows, "shuffle_words: {} block ids for {} rows",
            batch.block_ids.size(), batch.rows);
-  std::vector<Token> row;                       // (n) the row's tokens, original ids restored
-  std::vector<int> word_begin, order;           // words of one segment: [word_begin[w], word_begin[w + 1])
-  std::vector<Token> shuffled;                  // one segment rearranged
-  std::vector<int64_t> positions;               // (M) the new targets' flat positions, increasing
-  std::vector<int32_t> targets;                 // (M) their original ids
+  std::vector<Token> row;              // (n) the row's tokens, original ids restored
+  std::vector<int> word_begin, order;  // words of one segment: [word_begin[w], word_begin[w + 1])
+  std::vector<Token> shuffled;         // one segment rearranged
+  std::vector<int64_t> positions;      // (M) the new targets' flat positions, increasing
+  std::vector<int32_t> targets;        // (M) their original ids
   size_t next_target = 0;
   for (int b = 0; b < batch.rows; ++b) {
     const int length = batch.lengths[static_cast<size_t>(b)];

@@ -9,8 +9,8 @@
 #include "linformer/nn/weights_file.h"
 #include "linformer/train/checkpoint.h"
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -29,13 +29,14 @@ int64_t run_classify(const ClassifyOptions& options, std::ostream& out) {
   const std::string weights = (dir / "model.safetensors").string();
   const ModelSpec spec = read_weights_spec(weights);
   if (labels.size() < 2)
-    LF_FAIL("{}: not a fine-tuned checkpoint (its recipe.toml names no finetune.labels; classify needs the checkpoint "
-            "of linformer finetune)",
-            checkpoint);
+    LF_FAIL(
+        "{}: not a fine-tuned checkpoint (its recipe.toml names no finetune.labels; classify needs the checkpoint "
+        "of linformer finetune)",
+        checkpoint);
   const auto tokenizer = data::Tokenizer::load((dir / "tokenizer.model").string());
   std::vector<std::string> sources;
-  const data::LabelledSet documents = data::read_documents_to_classify(
-      options.files, tokenizer, {options.text_field, "label", spec.seq_len}, sources);
+  const data::LabelledSet documents =
+      data::read_documents_to_classify(options.files, tokenizer, {options.text_field, "label", spec.seq_len}, sources);
   const int B = static_cast<int>(std::min<int64_t>(options.batch_size, documents.size()));
   ClassifierModel model(spec, static_cast<int64_t>(labels.size()), B, 0.0f, false, WorkspaceUse::inference);
   load_weights(weights, model.params());

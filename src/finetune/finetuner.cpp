@@ -21,8 +21,8 @@
 #include "linformer/train/training_loop.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 
@@ -42,18 +42,21 @@ config::Recipe load_finetune_recipe(const FinetuneOptions& options) {
   if (!options.checkpoint.empty()) recipe.finetune.checkpoint = options.checkpoint;
   std::vector<std::string> problems;
   if (recipe.finetune.checkpoint.empty())
-    problems.push_back("finetune.checkpoint is empty: give --checkpoint DIR (a pretraining checkpoint), or \"none\" "
-                       "for a randomly initialised encoder");
+    problems.push_back(
+        "finetune.checkpoint is empty: give --checkpoint DIR (a pretraining checkpoint), or \"none\" "
+        "for a randomly initialised encoder");
   if (recipe.finetune.train.empty()) problems.push_back("finetune.train is empty: name the labelled training file");
   if (recipe.finetune.valid.empty()) problems.push_back("finetune.valid is empty: name the labelled validation file");
   if (recipe.train.short_seq_len > 0)
-    problems.push_back(fmt::format("train.short_seq_len = {}: the sequence-length warm-up is for pretraining (set it "
-                                   "to 0)",
-                                   recipe.train.short_seq_len));
+    problems.push_back(
+        fmt::format("train.short_seq_len = {}: the sequence-length warm-up is for pretraining (set it "
+                    "to 0)",
+                    recipe.train.short_seq_len));
   if (recipe.validation.mask_probability > 0)
-    problems.push_back(fmt::format("validation.mask_probability = {}: a classifier's validation masks nothing (set it "
-                                   "to 0)",
-                                   recipe.validation.mask_probability));
+    problems.push_back(
+        fmt::format("validation.mask_probability = {}: a classifier's validation masks nothing (set it "
+                    "to 0)",
+                    recipe.validation.mask_probability));
   if (recipe.validation.shuffle_words)
     problems.push_back("validation.shuffle_words = true: shuffled-word scores are pretraining's (set it to false)");
   if (!problems.empty()) {
@@ -80,9 +83,10 @@ data::Tokenizer resolve_encoder(config::Recipe& recipe, const ResumePlan& plan) 
   if (source == kRandomEncoder) {
     const std::string path = (fs::path(recipe.data.prepared_dir) / "spm.model").string();
     if (!fs::exists(path))
-      LF_FAIL("finetune.checkpoint = \"none\" takes the tokenizer of data.prepared_dir, but {} does not exist (run "
-              "linformer prepare with the recipe first)",
-              path);
+      LF_FAIL(
+          "finetune.checkpoint = \"none\" takes the tokenizer of data.prepared_dir, but {} does not exist (run "
+          "linformer prepare with the recipe first)",
+          path);
     data::Tokenizer tokenizer = data::Tokenizer::load(path);
     if (tokenizer.vocab_size() != recipe.data.vocab_size)
       LF_FAIL("{} has {} pieces but data.vocab_size is {}", path, tokenizer.vocab_size(), recipe.data.vocab_size);
@@ -173,17 +177,18 @@ nlohmann::json scores_json(const ClassificationScores& s) {
 // results.json written last (its absence makes a resumed run score again: a kill during this
 // step loses nothing).
 void score_best(ClassifierModel& model, const LabelledData& data, const config::Recipe& recipe,
-                const std::string& run_dir, const TrainingState& state, MetricsLog& metrics,
-                FinetuneSummary& summary) {
+                const std::string& run_dir, const TrainingState& state, MetricsLog& metrics, FinetuneSummary& summary) {
   const int B = recipe.train.batch_size;
   std::string best_path;
   for (const auto& c : list_checkpoints(checkpoint_file(run_dir, "checkpoints")))
     if (c.update == state.best_update) best_path = c.path;
   if (best_path.empty())
-    spdlog::warn("the best validation's checkpoint (update {}) is not kept (checkpoint.keep_best = false): scoring "
-                 "the last weights",
-                 state.best_update);
-  else read_checkpoint(best_path, model.params(), nullptr);
+    spdlog::warn(
+        "the best validation's checkpoint (update {}) is not kept (checkpoint.keep_best = false): scoring "
+        "the last weights",
+        state.best_update);
+  else
+    read_checkpoint(best_path, model.params(), nullptr);
   const ClassificationScores valid = evaluate_classifier(model, data.valid, B);
   summary.best_valid_accuracy = valid.accuracy();
   summary.best_valid_macro_f1 = valid.macro_f1();
@@ -202,9 +207,10 @@ void score_best(ClassifierModel& model, const LabelledData& data, const config::
                  state.best_update, test.accuracy(), test.macro_f1(), test.loss());
   }
   write_file_atomic(checkpoint_file(run_dir, "results.json"), results.dump(2) + "\n");
-  spdlog::info("best validation accuracy {:.4f} (macro F1 {:.4f}) at update {}; results in {}/results.json, metrics in "
-               "{}",
-               summary.best_valid_accuracy, summary.best_valid_macro_f1, state.best_update, run_dir, metrics.csv_path());
+  spdlog::info(
+      "best validation accuracy {:.4f} (macro F1 {:.4f}) at update {}; results in {}/results.json, metrics in "
+      "{}",
+      summary.best_valid_accuracy, summary.best_valid_macro_f1, state.best_update, run_dir, metrics.csv_path());
 }
 
 // The classifier of a run: the encoder loaded from the pretrained checkpoint for a fresh run
@@ -215,8 +221,8 @@ std::unique_ptr<ClassifierModel> make_classifier(const config::Recipe& recipe, c
   check_memory_fits(spec, B, B, WorkspaceUse::training, "fine-tuning",
                     fmt::format("model.layers = {}, model.d_model = {}, train.batch_size = {} and data.seq_len = {}",
                                 spec.layers, spec.d_model, B, spec.seq_len));
-  auto model = std::make_unique<ClassifierModel>(spec, labels, B, static_cast<float>(recipe.finetune.classifier_dropout),
-                                                 recipe.finetune.freeze_encoder);
+  auto model = std::make_unique<ClassifierModel>(
+      spec, labels, B, static_cast<float>(recipe.finetune.classifier_dropout), recipe.finetune.freeze_encoder);
   model->params().initialize(static_cast<uint64_t>(recipe.seed));
   if (plan.resumes()) return model;
   if (recipe.finetune.checkpoint == kRandomEncoder) {
@@ -279,8 +285,9 @@ FinetuneSummary finetune_in(const std::string& run_dir, config::Recipe recipe, c
 FinetuneSummary run_finetuning(const FinetuneOptions& options) {
   install_stop_handlers();
   if (World::distributed())
-    LF_FAIL("linformer finetune runs in one process (its labelled sets are small enough that one machine's cores "
-            "train on them in minutes); run it without mpirun");
+    LF_FAIL(
+        "linformer finetune runs in one process (its labelled sets are small enough that one machine's cores "
+        "train on them in minutes); run it without mpirun");
   const config::Recipe recipe = load_finetune_recipe(options);
   const std::string run_dir = options.run_dir.empty() ? (fs::path("runs") / recipe.name).string() : options.run_dir;
   const OpenmpTeam openmp_team(recipe.threads);  // pinned until the command returns
@@ -291,8 +298,8 @@ FinetuneSummary run_finetuning(const FinetuneOptions& options) {
     return finetune_in(run_dir, recipe, plan, options);
   } catch (const Error& e) {
     const auto saved = list_checkpoints(checkpoint_file(run_dir, "checkpoints"));
-    throw Error(fmt::format("{}\nthe run's newest checkpoint is {}; once the cause is fixed, continue with: {}", e.what(),
-                            saved.empty() ? "none (the run starts again)" : saved.back().path,
+    throw Error(fmt::format("{}\nthe run's newest checkpoint is {}; once the cause is fixed, continue with: {}",
+                            e.what(), saved.empty() ? "none (the run starts again)" : saved.back().path,
                             resume_command(options, recipe, run_dir)));
   }
 }

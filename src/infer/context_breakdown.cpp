@@ -7,7 +7,8 @@
 
 namespace linformer {
 
-void ContextBreakdown::add(const data::Batch& batch, TensorView<const float> logits, const data::UnigramModel* unigram) {
+void ContextBreakdown::add(const data::Batch& batch, TensorView<const float> logits,
+                           const data::UnigramModel* unigram) {
   const int64_t M = batch.targets(), V = logits.size(1), n = batch.seq_len;
   LF_CHECK(logits.size(0) == M, "{} rows of logits for {} targets", logits.size(0), M);
   for (int64_t j = 0; j < M; ++j) {

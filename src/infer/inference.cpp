@@ -12,9 +12,9 @@
 #include "linformer/data/special_tokens.h"
 #include "linformer/data/tokenizer.h"
 #include "linformer/data/word_order.h"
+#include "linformer/model/batch_adapter.h"
 #include "linformer/model/memory_estimate.h"
 #include "linformer/nn/weights_file.h"
-#include "linformer/model/batch_adapter.h"
 #include "linformer/train/checkpoint.h"
 
 #include <fmt/format.h>
@@ -38,7 +38,6 @@ struct Loaded {
   data::Tokenizer tokenizer;
   std::unique_ptr<MlmModel> model;
 };
-
 
 Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked) {
   const std::string checkpoint = resolve_checkpoint(requested);
@@ -135,8 +134,8 @@ EvalReport evaluate_source(const EvalOptions& options) {
   const auto unigram = unigram_of_prepared(l);
   evaluate_tokens(l, text, options, batch_size, unigram.get(), report);
   report.has_unigram = unigram != nullptr;
-  report.source = fmt::format("{} ({} documents, {} tokens)", join(options.text_files), text.document_count(),
-                              text.token_count());
+  report.source =
+      fmt::format("{} ({} documents, {} tokens)", join(options.text_files), text.document_count(), text.token_count());
   return report;
 }
 
@@ -149,8 +148,9 @@ EvalReport run_eval(const EvalOptions& options) {
   EvalReport report = evaluate_source(options);
   // A perplexity over no masked token is 1 by convention and says nothing.
   if (report.result.masked == 0)
-    LF_FAIL("{}: no token was masked ({} tokens evaluated in {} batches), so there is nothing to evaluate: give more text",
-            report.source, report.result.tokens, report.result.batches);
+    LF_FAIL(
+        "{}: no token was masked ({} tokens evaluated in {} batches), so there is nothing to evaluate: give more text",
+        report.source, report.result.tokens, report.result.batches);
   LF_CHECK(!report.shuffled || report.shuffled->masked == report.result.masked,
            "{}: the shuffled evaluation scored {} targets, the ordered one {}", report.source,
            report.shuffled ? report.shuffled->masked : 0, report.result.masked);
@@ -191,8 +191,13 @@ std::vector<std::vector<FillMaskPrediction>> fill_mask(const std::string& checkp
   const std::vector<int32_t> lengths = {static_cast<int32_t>(ids.size())};
   std::vector<int32_t> positions(mask_index.begin(), mask_index.end());
   const std::vector<int32_t> dummy_targets(positions.size(), data::kMaskId);
-  const MlmBatchView batch{1, static_cast<int64_t>(ids.size()), input.data(), lengths.data(),
-                           static_cast<int64_t>(positions.size()), positions.data(), dummy_targets.data()};
+  const MlmBatchView batch{1,
+                           static_cast<int64_t>(ids.size()),
+                           input.data(),
+                           lengths.data(),
+                           static_cast<int64_t>(positions.size()),
+                           positions.data(),
+                           dummy_targets.data()};
   l.model->forward(batch, Pass{});
   const auto logits = l.model->logits();
   const int64_t V = logits.size(1);

@@ -69,8 +69,8 @@ void gelu_backward(const float* dy, const float* derivative, float* dx, int64_t 
   for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * derivative[i];
 }
 
-void gelu_backward_bf16_column_sums(const float* dy, const float* derivative, bf16* dx_bf16, int64_t rows,
-                                    int64_t cols, float* column_sums) {
+void gelu_backward_bf16_column_sums(const float* dy, const float* derivative, bf16* dx_bf16, int64_t rows, int64_t cols,
+                                    float* column_sums) {
   const KernelTimer timer(KernelKind::gelu);
   for_rows_adding_column_sums(rows, cols, column_sums, [&](int64_t r, double* acc) {
     const float* dyr = dy + r * cols;

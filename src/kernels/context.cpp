@@ -34,7 +34,10 @@ MatmulPrecision select_matmul_precision(bool want_bf16) {
   dnnl::set_default_fpmath_mode(dnnl::fpmath_mode::strict);
   const bool bf16 = want_bf16 && cpu_has_bf16();
   set_matmul_bf16_operands(bf16);
-  if (bf16) return {true, "bf16 matmuls (bf16 operands, f32 accumulation; attention scores and their gradient rounded to bf16 as matmul results), fp32 weights, optimizer, LayerNorm, softmax arithmetic and loss"};
+  if (bf16)
+    return {true,
+            "bf16 matmuls (bf16 operands, f32 accumulation; attention scores and their gradient rounded to bf16 as "
+            "matmul results), fp32 weights, optimizer, LayerNorm, softmax arithmetic and loss"};
   if (!want_bf16) return {false, "fp32"};
   return {false, fmt::format("train.precision = \"bf16\" needs a CPU with avx512_bf16 (oneDNN's ISA here: {}); "
                              "running in fp32",
@@ -49,17 +52,28 @@ std::string dnnl_version_string() {
 std::string dnnl_cpu_isa_name() {
   using isa = dnnl::cpu_isa;
   switch (dnnl::get_effective_cpu_isa()) {
-    case isa::sse41: return "sse41";
-    case isa::avx: return "avx";
-    case isa::avx2: return "avx2";
-    case isa::avx2_vnni: return "avx2_vnni";
-    case isa::avx512_mic: return "avx512_mic";
-    case isa::avx512_mic_4ops: return "avx512_mic_4ops";
-    case isa::avx512_core: return "avx512_core";
-    case isa::avx512_core_vnni: return "avx512_core_vnni";
-    case isa::avx512_core_bf16: return "avx512_core_bf16";
-    case isa::avx512_core_amx: return "avx512_core_amx";
-    case isa::all: return "all";
+    case isa::sse41:
+      return "sse41";
+    case isa::avx:
+      return "avx";
+    case isa::avx2:
+      return "avx2";
+    case isa::avx2_vnni:
+      return "avx2_vnni";
+    case isa::avx512_mic:
+      return "avx512_mic";
+    case isa::avx512_mic_4ops:
+      return "avx512_mic_4ops";
+    case isa::avx512_core:
+      return "avx512_core";
+    case isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case isa::avx512_core_amx:
+      return "avx512_core_amx";
+    case isa::all:
+      return "all";
   }
   return "unknown";
 }

@@ -28,15 +28,24 @@ int64_t now_ns() {
 
 const char* kernel_name(KernelKind kind) {
   switch (kind) {
-    case KernelKind::matmul: return "matmul (oneDNN)";
-    case KernelKind::bf16_conversion: return "bf16 operand copies";
-    case KernelKind::layer_norm: return "layer norm";
-    case KernelKind::softmax: return "softmax";
-    case KernelKind::gelu: return "GELU";
-    case KernelKind::dropout: return "dropout";
-    case KernelKind::cross_entropy: return "cross-entropy";
-    case KernelKind::reduce: return "sums, gathers, scatters";
-    case KernelKind::count: break;
+    case KernelKind::matmul:
+      return "matmul (oneDNN)";
+    case KernelKind::bf16_conversion:
+      return "bf16 operand copies";
+    case KernelKind::layer_norm:
+      return "layer norm";
+    case KernelKind::softmax:
+      return "softmax";
+    case KernelKind::gelu:
+      return "GELU";
+    case KernelKind::dropout:
+      return "dropout";
+    case KernelKind::cross_entropy:
+      return "cross-entropy";
+    case KernelKind::reduce:
+      return "sums, gathers, scatters";
+    case KernelKind::count:
+      break;
   }
   return "?";
 }

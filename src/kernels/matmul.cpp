@@ -49,8 +49,8 @@ void append(std::vector<int64_t>& out, const Shape& s) {
 // below) the reorder that writes B in the kernel's own blocked layout.
 struct Built {
   dnnl::matmul product;
-  dnnl::reorder pack;                  // empty unless B is packed
-  dnnl::memory::desc packed_weights;   // B's blocked layout, when packed
+  dnnl::reorder pack;                 // empty unless B is packed
+  dnnl::memory::desc packed_weights;  // B's blocked layout, when packed
 };
 
 struct Cache {
@@ -148,7 +148,8 @@ void run_primitive(TensorView<const T> a, TensorView<const T> b, TensorView<Out>
         attr.set_post_ops(ops);
       }
       auto describe = [&](const dnnl::memory::desc& weights) {
-        const auto desc = bias ? dnnl::matmul::desc(a_md, weights, bias_md, c_md) : dnnl::matmul::desc(a_md, weights, c_md);
+        const auto desc =
+            bias ? dnnl::matmul::desc(a_md, weights, bias_md, c_md) : dnnl::matmul::desc(a_md, weights, c_md);
         return dnnl::matmul::primitive_desc(desc, attr, ctx.engine());
       };
       const dnnl::matmul::primitive_desc plain = describe(b_md);
@@ -162,8 +163,10 @@ void run_primitive(TensorView<const T> a, TensorView<const T> b, TensorView<Out>
         const auto& packed_b = packed.weights_desc().data;
         const bool blocked = packed_b.format_kind == dnnl_blocked && packed_b.format_desc.blocking.inner_nblks > 0;
         if (implementation == packed.impl_info_str() && implementation.rfind("brg", 0) == 0 && blocked) {
-          entry = Built{dnnl::matmul(packed), dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine(), b_md, ctx.engine(), packed.weights_desc())),
-                        packed.weights_desc()};
+          entry = Built{
+              dnnl::matmul(packed),
+              dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine(), b_md, ctx.engine(), packed.weights_desc())),
+              packed.weights_desc()};
           implementation += " (packed weights)";
         }
       }
@@ -181,7 +184,8 @@ void run_primitive(TensorView<const T> a, TensorView<const T> b, TensorView<Out>
     built->pack.execute(ctx.stream(), b_mem, packed);
     b_mem = packed;
   }
-  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
   if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md, engine, const_cast<float*>(bias)));
   built->product.execute(ctx.stream(), args);
   ctx.stream().wait();
@@ -193,8 +197,7 @@ void run_primitive(TensorView<const T> a, TensorView<const T> b, TensorView<Out>
 // same product transposed, Cᵀ = Bᵀ·A, runs at full speed (results/2026-11-22_matmul_quirks/),
 // so such calls compute Cᵀ into a scratch and write it back transposed. Small k (k < m) loses
 // to the extra pass.
-bool computes_transposed(TensorView<const float> a, TensorView<const float> b, TensorView<float> c,
-                         const float* bias) {
+bool computes_transposed(TensorView<const float> a, TensorView<const float> b, TensorView<float> c, const float* bias) {
   if (!matmul_runs_avx2_sgemm() || c.rank() != 2 || bias != nullptr) return false;
   const int64_t m = c.size(0), n = c.size(1), k = a.size(1);
   const bool a_transposed = a.stride(0) == 1 && a.stride(1) >= m;
@@ -243,8 +246,7 @@ size_t matmul_operand_skew_bytes() { return matmul_runs_avx2_sgemm() ? 16 : 0; }
 namespace {
 // The shapes agree; false when there is nothing to compute.
 template <class T, class Out>
-bool check_matmul(TensorView<const T> a, TensorView<const T> b, TensorView<Out> c, Accumulate mode,
-                  const float* bias) {
+bool check_matmul(TensorView<const T> a, TensorView<const T> b, TensorView<Out> c, Accumulate mode, const float* bias) {
   const int rank = c.rank();
   LF_CHECK(rank >= 2 && a.rank() == rank && b.rank() == rank, "matmul ranks {} · {} -> {}", a.shape().str(),
            b.shape().str(), c.shape().str());
@@ -269,8 +271,8 @@ void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<flo
   const int rank = c.rank();
   const int64_t m = a.size(rank - 2), k = a.size(rank - 1), n = b.size(rank - 1);
   if (bf16_operands.load(std::memory_order_relaxed)) {
-    matmul(convert_to_bf16(a, bf16_scratch(kBf16A, a.numel())), convert_to_bf16(b, bf16_scratch(kBf16B, b.numel())),
-           c, mode, bias);
+    matmul(convert_to_bf16(a, bf16_scratch(kBf16A, a.numel())), convert_to_bf16(b, bf16_scratch(kBf16B, b.numel())), c,
+           mode, bias);
     return;
   }
   const KernelTimer timer(KernelKind::matmul, 2.0 * static_cast<double>(c.numel()) * static_cast<double>(k));
@@ -285,8 +287,7 @@ void matmul(TensorView<const float> a, TensorView<const float> b, TensorView<flo
 
 void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<float> c, Accumulate mode,
             const float* bias) {
-  LF_CHECK(cpu_has_bf16(), "a bf16 matmul needs a CPU with avx512_bf16 (oneDNN's ISA here: {})",
-           dnnl_cpu_isa_name());
+  LF_CHECK(cpu_has_bf16(), "a bf16 matmul needs a CPU with avx512_bf16 (oneDNN's ISA here: {})", dnnl_cpu_isa_name());
   if (!check_matmul(a, b, c, mode, bias)) return;
   const int64_t k = a.size(c.rank() - 1);
   const KernelTimer timer(KernelKind::matmul, 2.0 * static_cast<double>(c.numel()) * static_cast<double>(k));
@@ -294,8 +295,7 @@ void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<float
 }
 
 void matmul(TensorView<const bf16> a, TensorView<const bf16> b, TensorView<bf16> c, const float* bias) {
-  LF_CHECK(cpu_has_bf16(), "a bf16 matmul needs a CPU with avx512_bf16 (oneDNN's ISA here: {})",
-           dnnl_cpu_isa_name());
+  LF_CHECK(cpu_has_bf16(), "a bf16 matmul needs a CPU with avx512_bf16 (oneDNN's ISA here: {})", dnnl_cpu_isa_name());
   if (!check_matmul(a, b, c, Accumulate::overwrite, bias)) return;
   const int64_t k = a.size(c.rank() - 1);
   const KernelTimer timer(KernelKind::matmul, 2.0 * static_cast<double>(c.numel()) * static_cast<double>(k));

@@ -24,8 +24,10 @@ void softmax_rows(const In* s, float* p, bf16* p_bf16, int64_t rows, int64_t col
   // key mask is a select, not a branch.
   constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
   const auto load = [](In v) {
-    if constexpr (std::is_same_v<In, bf16>) return to_float(v);
-    else return v;
+    if constexpr (std::is_same_v<In, bf16>)
+      return to_float(v);
+    else
+      return v;
   };
 #pragma omp parallel
   {
@@ -85,8 +87,10 @@ void softmax_rows(const In* s, float* p, bf16* p_bf16, int64_t rows, int64_t col
 template <typename In, typename P, typename Out>
 void softmax_backward_rows(const In* dp, const P* p, Out* ds, int64_t rows, int64_t cols, float scale) {
   const auto load = [](auto v) {
-    if constexpr (std::is_same_v<decltype(v), bf16>) return to_float(v);
-    else return v;
+    if constexpr (std::is_same_v<decltype(v), bf16>)
+      return to_float(v);
+    else
+      return v;
   };
   // In the forward pass: p = softmax(scale * s). So ds_j = scale * p_j (dp_j - Σ_i dp_i p_i).
 #pragma omp parallel for schedule(static)
@@ -101,8 +105,10 @@ void softmax_backward_rows(const In* dp, const P* p, Out* ds, int64_t rows, int6
 #pragma omp simd
     for (int64_t j = 0; j < cols; ++j) {
       const float v = scale * load(pr[j]) * (load(dpr[j]) - d);
-      if constexpr (std::is_same_v<Out, bf16>) dsr[j] = to_bf16(v);
-      else dsr[j] = v;
+      if constexpr (std::is_same_v<Out, bf16>)
+        dsr[j] = to_bf16(v);
+      else
+        dsr[j] = v;
     }
   }
 }
@@ -127,8 +133,7 @@ void softmax_forward_bf16_scores(const bf16* s, float* p, bf16* p_bf16, int64_t 
   softmax_rows(s, p, p_bf16, rows, cols, scale, key_valid, rows_per_mask, /*round_p=*/true);
 }
 
-void softmax_backward_bf16_gradient(const bf16* dp, const bf16* p, bf16* ds, int64_t rows, int64_t cols,
-                                    float scale) {
+void softmax_backward_bf16_gradient(const bf16* dp, const bf16* p, bf16* ds, int64_t rows, int64_t cols, float scale) {
   const KernelTimer timer(KernelKind::softmax);
   softmax_backward_rows(dp, p, ds, rows, cols, scale);
 }

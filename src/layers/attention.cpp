@@ -58,8 +58,8 @@ void Attention::declare_shared(ParameterTable& table, const ModelSpec& spec) {
 
 double Attention::forward_flops(const ModelSpec& s, int layer, int64_t B, int64_t T, int64_t Tq) {
   const double C = s.d_model, rows = static_cast<double>(B * Tq);  // query rows
-  double flops = Linear::forward_flops(rows, C, C);  // out_proj
-  if (!s.is_linformer())  // in_proj; Q Kᵀ, P V
+  double flops = Linear::forward_flops(rows, C, C);                // out_proj
+  if (!s.is_linformer())                                           // in_proj; Q Kᵀ, P V
     return flops + Linear::forward_flops(rows, 3 * C, C) + 2 * (2 * rows * T * C);
   const double K = s.k_per_layer[layer];
   const bool linear = s.projection == ProjectionKind::linear;
@@ -68,7 +68,7 @@ double Attention::forward_flops(const ModelSpec& s, int layer, int64_t B, int64_
     if (linear) flops += (shares_compression(s) ? 1 : 2) * (2 * B * K * T * C);           // E x (and F x)
   } else {
     flops += Linear::forward_flops(static_cast<double>(B * T), 3 * C, C);  // in_proj
-    if (linear) flops += 2 * (2 * B * K * T * C);    // E K, F V (per head: the same total)
+    if (linear) flops += 2 * (2 * B * K * T * C);                          // E K, F V (per head: the same total)
   }
   return flops + 2 * (2 * rows * K * C);  // Q K̃ᵀ, P Ṽ
 }
@@ -93,8 +93,7 @@ void Attention::backward(const BatchGeometry& g, TensorView<const float> x, Tens
 std::unique_ptr<Attention> make_attention(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer,
                                           int64_t max_batch) {
   if (!spec.is_linformer()) return std::make_unique<FullAttention>(spec, params, ws, layer, max_batch);
-  if (compresses_input_first(spec))
-    return std::make_unique<LinformerCompressFirst>(spec, params, ws, layer, max_batch);
+  if (compresses_input_first(spec)) return std::make_unique<LinformerCompressFirst>(spec, params, ws, layer, max_batch);
   return std::make_unique<LinformerProjectFirst>(spec, params, ws, layer, max_batch);
 }
 

@@ -116,8 +116,10 @@ void AttentionCore::probabilities_forward(const BatchGeometry& g, const HeadOper
     return;
   }
   const TensorView<float> ctx = ws_->view(cache_.ctx, eq);
-  if (rounds_bf16) matmul(used_bf16(), heads.values_bf16, split_heads(ctx, H_, D_));
-  else matmul(used, heads.values, split_heads(ctx, H_, D_));
+  if (rounds_bf16)
+    matmul(used_bf16(), heads.values_bf16, split_heads(ctx, H_, D_));
+  else
+    matmul(used, heads.values, split_heads(ctx, H_, D_));
   out_proj_.forward(ctx.reshape(Shape{B * Tq, C_}), y.reshape(Shape{B * Tq, C_}));
 }
 
@@ -195,8 +197,8 @@ void AttentionCore::products_backward_bf16(const BatchGeometry& g, const HeadOpe
 void AttentionCore::dropout_backward(const BatchGeometry& g, int64_t Tq, const Pass& pass, const QueryRows* rows) {
   const TensorView<float> d_probs = scores_view(scratch_.d_probs, Extents{g.B, g.T}, Tq);
   dropout_apply_rows(d_probs.data(), d_probs.data(), g.B * H_ * Tq, d_probs.size(3),
-                     rows ? score_rows_.data() : nullptr,
-                     spec_->attention_dropout, pass.seed, dropout_stream(DropoutSite::attention_probs, layer_, pass));
+                     rows ? score_rows_.data() : nullptr, spec_->attention_dropout, pass.seed,
+                     dropout_stream(DropoutSite::attention_probs, layer_, pass));
 }
 
 const int32_t* AttentionCore::score_rows(const BatchGeometry& g, const QueryRows* rows) {

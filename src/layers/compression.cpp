@@ -35,23 +35,29 @@ Compression::Compression(const ModelSpec& spec, const Parameters& params, const 
     value_bf16_ = params.value_bf16_if_kept(name);
   }
   // Declared per head ((H, K, n) or (H, s)) for sharing none.
-  per_head_ = (kind_ == ProjectionKind::linear && value_.rank() == 3) ||
-              (kind_ == ProjectionKind::conv && value_.rank() == 2);
+  per_head_ =
+      (kind_ == ProjectionKind::linear && value_.rank() == 3) || (kind_ == ProjectionKind::conv && value_.rank() == 2);
   if (bf16_scratch) d_out_bf16_ = ws.reserve_backward<bf16>("attn.d_xc_bf16", {Dim::batch(max_batch), K_, C_});
 }
 
 void Compression::forward(const BatchGeometry& g, TensorView<const float> part, TensorView<float> out,
                           TensorView<const bf16> part_bf16) const {
-  if (kind_ != ProjectionKind::linear) window_forward(g, part, out);
-  else if (per_head_) per_head_linear_forward(g, part, out);
-  else linear_forward(g, part, out, part_bf16);
+  if (kind_ != ProjectionKind::linear)
+    window_forward(g, part, out);
+  else if (per_head_)
+    per_head_linear_forward(g, part, out);
+  else
+    linear_forward(g, part, out, part_bf16);
 }
 
 void Compression::backward(const BatchGeometry& g, TensorView<const float> d_out, TensorView<const float> part,
                            TensorView<float> d_part, Accumulate mode, TensorView<const bf16> part_bf16) const {
-  if (kind_ != ProjectionKind::linear) window_backward(g, d_out, part, d_part, mode);
-  else if (per_head_) per_head_linear_backward(g, d_out, part, d_part, mode);
-  else linear_backward(g, d_out, part, d_part, mode, part_bf16);
+  if (kind_ != ProjectionKind::linear)
+    window_backward(g, d_out, part, d_part, mode);
+  else if (per_head_)
+    per_head_linear_backward(g, d_out, part, d_part, mode);
+  else
+    linear_backward(g, d_out, part, d_part, mode, part_bf16);
   zero_padding_rows(g, d_part);  // the forward pass zeroed these rows before compressing
 }
 
@@ -88,8 +94,10 @@ void Compression::linear_backward(const BatchGeometry& g, TensorView<const float
   matmul(TensorView<const float>(value_.data(), et_shape, et_strides), d_out, d_part, mode);
   if (!trainable_) return;
   for (int64_t b = 0; b < B; ++b) {
-    if (part_bf16.data()) matmul(d_out.select(0, b), part_bf16.select(0, b).transpose(0, 1), de, Accumulate::add);
-    else matmul(d_out.select(0, b), part.select(0, b).transpose(0, 1), de, Accumulate::add);
+    if (part_bf16.data())
+      matmul(d_out.select(0, b), part_bf16.select(0, b).transpose(0, 1), de, Accumulate::add);
+    else
+      matmul(d_out.select(0, b), part.select(0, b).transpose(0, 1), de, Accumulate::add);
   }
 }
 

@@ -62,8 +62,7 @@ void Embedding::backward(const BatchGeometry& g, const int32_t* ids, TensorView<
     dropout_apply(dy2.data(), dy2.data(), dy2.numel(), spec_.dropout, pass.seed,
                   dropout_stream(DropoutSite::embedding, 0, pass));
   const TensorView<float> d_sum = ws_.view(d_sum_, r);
-  ln_.backward(dy2, ws_.view(sum_, r), ws_.view(mean_, r).data(),
-               ws_.view(rstd_, r).data(), d_sum);
+  ln_.backward(dy2, ws_.view(sum_, r), ws_.view(mean_, r).data(), ws_.view(rstd_, r).data(), d_sum);
   // In the forward pass: sum[b, t] = tokens[ids[b, t]] + positions[t].
   scatter_add_rows(d_sum.data(), ids, d_tokens_.data(), rows, C);
   if (spec_.positions != config::PositionKind::learned) return;  // fixed sinusoids

@@ -35,7 +35,8 @@ void EncoderBlock::declare(ParameterTable& table, const ModelSpec& spec, int lay
 }
 
 double EncoderBlock::forward_flops(const ModelSpec& spec, int layer, int64_t B, int64_t T, int64_t Tq) {
-  return Attention::forward_flops(spec, layer, B, T, Tq) + FeedForward::forward_flops(spec, static_cast<double>(B * Tq));
+  return Attention::forward_flops(spec, layer, B, T, Tq) +
+         FeedForward::forward_flops(spec, static_cast<double>(B * Tq));
 }
 
 EncoderBlock::EncoderBlock(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch)
@@ -114,7 +115,7 @@ void EncoderBlock::forward(const BatchGeometry& g, TensorView<const float> x, Te
     const TensorView<bf16> attn_in_bf16 = attention_->input_bf16(g);  // bf16 path: LayerNorm rounds it
     ln_attn_.forward(x2, attn_in, mean1, rstd1, attn_in_bf16);
     attention_->forward(g, attn_in.reshape(Shape{g.B, g.T, C}), branch.reshape(shaped), key_valid, pass,
-                       attn_in_bf16.data() != nullptr, rows);
+                        attn_in_bf16.data() != nullptr, rows);
     attention_residual();
     const TensorView<bf16> h_bf16 = ffn_.input_bf16(out_rows);  // bf16 path: LayerNorm rounds h for fc1
     ln_ffn_.forward(a, h, mean2, rstd2, h_bf16);
@@ -138,8 +139,10 @@ void EncoderBlock::backward(const BatchGeometry& g, TensorView<const float> x, T
   const TensorView<float> d_out_rows = rows ? ws_.view(d_rows_, r) : dx2;
   // dx = attention's dx + d (at the rows).
   const auto add_residual_gradient = [&](TensorView<const float> d) {
-    if (rows) scatter_add_rows(d.data(), rows->source, dx2.data(), out_rows, C);
-    else add_into(dx2.data(), d.data(), dx2.numel());
+    if (rows)
+      scatter_add_rows(d.data(), rows->source, dx2.data(), out_rows, C);
+    else
+      add_into(dx2.data(), d.data(), dx2.numel());
   };
   const uint64_t s_attn = dropout_stream(DropoutSite::attention_out, layer_, pass);
   const uint64_t s_ffn = dropout_stream(DropoutSite::ffn_out, layer_, pass);
@@ -157,7 +160,7 @@ void EncoderBlock::backward(const BatchGeometry& g, TensorView<const float> x, T
     ln_attn_.backward(d_out_rows, a, mean1, rstd1, d_mid);
     // a = x + drop(attn(x)): dx = da + attn'(drop'(da)).
     attention_->backward(g, x, residual_backward(d_mid, d_branch, spec_.dropout, pass, s_attn, rows).reshape(shaped),
-                        dx, pass, rows);
+                         dx, pass, rows);
     add_residual_gradient(d_mid);
   } else {
     const float *mean1 = ws_.view(mean1_, all).data(), *rstd1 = ws_.view(rstd1_, all).data();
@@ -165,13 +168,13 @@ void EncoderBlock::backward(const BatchGeometry& g, TensorView<const float> x, T
     const TensorView<float> d_attn_in = ws_.view(d_mid_, all), d_ln_attn = ws_.view(d_branch_, all);
     // y = a + drop(ffn(LN_ffn(a))): da = dy + LN_ffn'(ffn'(drop'(dy))).
     ffn_.backward(h, residual_backward(dy2, d_branch, spec_.dropout, pass, s_ffn, rows), d_mid, pass,
-                  rows ? rows->source : nullptr);  // d_mid = d(LN_ffn output)
-    ln_ffn_.backward(d_mid, a, mean2, rstd2, d_out_rows);  // d_out_rows = LN_ffn'(…) (scratch for da)
+                  rows ? rows->source : nullptr);                 // d_mid = d(LN_ffn output)
+    ln_ffn_.backward(d_mid, a, mean2, rstd2, d_out_rows);         // d_out_rows = LN_ffn'(…) (scratch for da)
     add_into(d_out_rows.data(), dy2.data(), d_out_rows.numel());  // d_out_rows = da
     // a = x + drop(attn(LN_attn(x))): dx = da + LN_attn'(attn'(drop'(da))).
     attention_->backward(g, attn_in.reshape(Shape{g.B, g.T, C}),
-                        residual_backward(d_out_rows, d_branch, spec_.dropout, pass, s_attn, rows).reshape(shaped),
-                        d_attn_in.reshape(Shape{g.B, g.T, C}), pass, rows);
+                         residual_backward(d_out_rows, d_branch, spec_.dropout, pass, s_attn, rows).reshape(shaped),
+                         d_attn_in.reshape(Shape{g.B, g.T, C}), pass, rows);
     // d_attn_in holds d(attn_in) at every row; turn it into d(x) through LN_attn and add da.
     if (rows) {  // straight into dx; da (its own scratch) adds at the rows
       ln_attn_.backward(d_attn_in, x2, mean1, rstd1, dx2);

@@ -8,8 +8,8 @@ bool layer_takes_query_rows(const ModelSpec& spec, const Workspace& ws, int laye
   return !ws.inference() && layer == spec.layers - 1;
 }
 
-InProjection::InProjection(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer,
-                           int64_t max_batch, bool whole, bool x_rounding_cached)
+InProjection::InProjection(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch,
+                           bool whole, bool x_rounding_cached)
     : linear(params, "layers." + std::to_string(layer) + ".attn.in_proj"), ws_(&ws), C_(spec.d_model) {
   if (whole) linear.reserve_bf16_operands(ws, Dim::rows(max_batch * spec.seq_len));
   if (!layer_takes_query_rows(spec, ws, layer)) return;
@@ -48,7 +48,7 @@ bool InProjection::project_in_parts(const BatchGeometry& g, const QueryRows& row
   const auto x2 = x.reshape(Shape{B * T, C_});
   const TensorView<const float> xq = gather_query_rows(rows, B, x);
   const TensorView<float> q = query_rows_q(eq).reshape(Shape{B * Tq, C_});
-  const TensorView<bf16> x_bf16 = linear.input_bf16(B * T);  // (B·T, C): in_proj's input cache, or empty
+  const TensorView<bf16> x_bf16 = linear.input_bf16(B * T);    // (B·T, C): in_proj's input cache, or empty
   if (!x_rounded && !(x_bf16.data() && x2.is_contiguous())) {  // f32 operands (rounded in each matmul on the bf16 path)
     matmul(x2, w(1, 3).transpose(0, 1), kv, Accumulate::overwrite, kv_bias ? bias(1) : nullptr);
     matmul(xq, w(0, 1).transpose(0, 1), q, Accumulate::overwrite, bias(0));

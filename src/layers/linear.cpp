@@ -62,8 +62,8 @@ void Linear::forward_rounded(TensorView<bf16> y_bf16) const {
 void Linear::backward_rounded(TensorView<const float> dy, TensorView<float> dx, Accumulate dx_mode,
                               bool with_bias) const {
   const int64_t rows = dy.size(0);
-  const TensorView<const bf16> x_bf16 = input_bf16(rows);               // (rows, in), from forward
-  const TensorView<const bf16> dy_bf16 = output_gradient_bf16(rows);    // (rows, out), from the caller
+  const TensorView<const bf16> x_bf16 = input_bf16(rows);             // (rows, in), from forward
+  const TensorView<const bf16> dy_bf16 = output_gradient_bf16(rows);  // (rows, out), from the caller
   LF_CHECK(x_bf16.data() != nullptr, "{}: backward from a bf16 gradient without bf16 caches", name_);
   if (with_bias) add_column_sums(dy.data(), dy.size(0), dy.size(1), dy.stride(0), db.data());
   if (!dx.empty()) matmul(dy_bf16, w_bf16, dx, dx_mode);
@@ -107,8 +107,10 @@ void Linear::backward(TensorView<const float> dy, TensorView<const float> x, Ten
   }
   if (with_bias) add_column_sums(dy.data(), dy.size(0), dy.size(1), dy.stride(0), db.data());
   if (!dx.empty()) {
-    if (reads_bf16_copy(w_bf16)) matmul(dy, w_bf16, dx, dx_mode);
-    else matmul(dy, w, dx, dx_mode);
+    if (reads_bf16_copy(w_bf16))
+      matmul(dy, w_bf16, dx, dx_mode);
+    else
+      matmul(dy, w, dx, dx_mode);
   }
   matmul(dy.transpose(0, 1), x, dw, Accumulate::add);
 }

@@ -64,8 +64,8 @@ void LinformerAttention::compressed_bias_backward(const Extents& e) const {
 
 // ---- project first: max pooling, per-head E or conv filters ---------------------------------
 
-LinformerProjectFirst::LinformerProjectFirst(const ModelSpec& spec, const Parameters& params, Workspace& ws,
-                                             int layer, int64_t max_batch)
+LinformerProjectFirst::LinformerProjectFirst(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer,
+                                             int64_t max_batch)
     : LinformerAttention(spec, params, ws, layer, max_batch, /*compress_first=*/false) {
   const Dim B = Dim::batch(max_batch), T = Dim::tokens(spec.seq_len);
   cache_.qkv = ws.reserve_cache(layer, "attn.qkv", {B, T, 3 * C_});
@@ -105,9 +105,8 @@ void LinformerProjectFirst::run_forward(const BatchGeometry& g, TensorView<const
   core_.forward(g, operands(e, eq, queries_f32(eq, rows)), y, /*key_valid=*/nullptr, pass, rows);
 }
 
-void LinformerProjectFirst::run_backward(const BatchGeometry& g, TensorView<const float> x,
-                                         TensorView<const float> dy, TensorView<float> dx, const Pass& pass,
-                                         const QueryRows* rows) {
+void LinformerProjectFirst::run_backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy,
+                                         TensorView<float> dx, const Pass& pass, const QueryRows* rows) {
   const int64_t B = g.B, T = g.T;
   const Extents e{B, T}, eq{B, rows ? rows->Tq : T};
   const TensorView<float> qkv = ws_.view(cache_.qkv, e), d_qkv = ws_.view(scratch_.d_qkv, e);

@@ -65,8 +65,8 @@ TensorView<float> LinformerCompressFirst::project_queries(const BatchGeometry& g
   TensorView<const bf16> xq_bf16 = x_bf16.data() ? x_bf16.reshape(Shape{B * T, C_}) : TensorView<const bf16>{};
   if (rows && x_bf16.data()) xq_bf16 = in_proj_.gather_query_rows(*rows, B, x_bf16);
   if (x_bf16.data())  // written rounded (Q feeds only bf16 products)
-    matmul(xq_bf16, in_proj_.w_bf16(0, 1).transpose(0, 1),
-           ws_.view(compressed_.q_bf16, eq).reshape(Shape{B * Tq, C_}), in_proj_.bias(0));
+    matmul(xq_bf16, in_proj_.w_bf16(0, 1).transpose(0, 1), ws_.view(compressed_.q_bf16, eq).reshape(Shape{B * Tq, C_}),
+           in_proj_.bias(0));
   else
     matmul(xq2, in_proj_.w(0, 1).transpose(0, 1), q.reshape(Shape{B * Tq, C_}), Accumulate::overwrite,
            in_proj_.bias(0));
@@ -124,9 +124,8 @@ void LinformerCompressFirst::run_forward(const BatchGeometry& g, TensorView<cons
   core_.forward(g, operands(e, eq, q), y, /*key_valid=*/nullptr, pass, rows);
 }
 
-void LinformerCompressFirst::run_backward(const BatchGeometry& g, TensorView<const float> x,
-                                          TensorView<const float> dy, TensorView<float> dx, const Pass& pass,
-                                          const QueryRows* rows) {
+void LinformerCompressFirst::run_backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy,
+                                          TensorView<float> dx, const Pass& pass, const QueryRows* rows) {
   const int64_t B = g.B, T = g.T, Tq = rows ? rows->Tq : T;
   const Extents e{B, T}, eq{B, Tq};
   const TensorView<float> d_q = ws_.view(scratch_.d_q, eq);
@@ -148,8 +147,10 @@ void LinformerCompressFirst::run_backward(const BatchGeometry& g, TensorView<con
   // rows then add to.
   const TensorView<float> d_xm = rows ? dx : core_.d_ctx_buffer(e);
   compress_backward(g, x, x_bf16, d_xm);
-  if (rows) scatter_add_rows(dxq2.data(), rows->source, dx2.data(), B * Tq, C_);
-  else add_into(dx2.data(), d_xm.data(), dx2.numel());
+  if (rows)
+    scatter_add_rows(dxq2.data(), rows->source, dx2.data(), B * Tq, C_);
+  else
+    add_into(dx2.data(), d_xm.data(), dx2.numel());
 }
 
 }  // namespace linformer

@@ -51,7 +51,8 @@ MlmHead::MlmHead(const ModelSpec& spec, const Parameters& params, Workspace& ws,
   // bf16 path: the logits' gradient, the largest operand of the step, rounded once for both products.
   // The cross-entropy writes it (forward with a gradient scale, which forward_backward always follows
   // with backward), and adds the output bias's gradient in the same pass.
-  if (tokens_bf16_.data() != nullptr) d_logits_bf16_ = ws.reserve_backward<bf16>("head.d_logits_bf16", {M, spec.vocab_size});
+  if (tokens_bf16_.data() != nullptr)
+    d_logits_bf16_ = ws.reserve_backward<bf16>("head.d_logits_bf16", {M, spec.vocab_size});
 }
 
 TensorView<float> MlmHead::logits(int64_t M) const { return ws_.view(logits_, Extents::rows(M)); }
@@ -67,8 +68,10 @@ CrossEntropyResult MlmHead::forward(TensorView<const float> x, const int32_t* po
   dense_.forward(z, pre);
   gelu_forward_keeping_derivative(pre.data(), act.data(), act.numel());  // pre: then GELU's derivative
   ln_.forward(act, out, ws_.view(mean_, mc).data(), ws_.view(rstd_, mc).data());
-  if (reads_bf16_copy(tokens_bf16_)) matmul(out, tokens_bf16_.transpose(0, 1), logits, Accumulate::overwrite, bias_.data());
-  else matmul(out, TensorView<const float>(tokens_).transpose(0, 1), logits, Accumulate::overwrite, bias_.data());
+  if (reads_bf16_copy(tokens_bf16_))
+    matmul(out, tokens_bf16_.transpose(0, 1), logits, Accumulate::overwrite, bias_.data());
+  else
+    matmul(out, TensorView<const float>(tokens_).transpose(0, 1), logits, Accumulate::overwrite, bias_.data());
   // The padding rows' gradient is zero, so they add nothing to the parameters' gradients.
   gradient_in_bf16_ = grad_scale != 0 && d_logits_bf16_ && reads_bf16_copy(tokens_bf16_);
   if (gradient_in_bf16_) {  // d_logits only rounded (both products read it so); d_bias += its column sums

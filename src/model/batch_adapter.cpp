@@ -6,7 +6,7 @@ namespace linformer {
 
 MlmBatchView model_view(const data::Batch& batch, std::vector<int32_t>& positions) {
   positions.assign(batch.target_positions.begin(), batch.target_positions.end());
-  return {batch.rows,      batch.seq_len,    batch.input.data(), batch.lengths.data(),
+  return {batch.rows,      batch.seq_len,    batch.input.data(),     batch.lengths.data(),
           batch.targets(), positions.data(), batch.target_ids.data()};
 }
 

@@ -35,7 +35,8 @@ Encoder::Encoder(const ModelSpec& spec, const Parameters& params, Workspace& ws,
   const Dim B = Dim::batch(max_batch), T = Dim::tokens(spec.seq_len);
   const int64_t C = spec.d_model;
   embedding_ = std::make_unique<Embedding>(spec_, params, ws, max_batch);
-  for (int l = 0; l < spec.layers; ++l) blocks_.push_back(std::make_unique<EncoderBlock>(spec_, params, ws, l, max_batch));
+  for (int l = 0; l < spec.layers; ++l)
+    blocks_.push_back(std::make_unique<EncoderBlock>(spec_, params, ws, l, max_batch));
   for (int l = 0; l <= spec.layers; ++l)
     hidden_.push_back(ws.inference() ? ws.reserve_shared(l % 2 ? "hidden.odd" : "hidden.even", {B, T, C})
                                      : ws.reserve("hidden" + std::to_string(l), {B, T, C}));
@@ -78,7 +79,8 @@ TensorView<const float> Encoder::forward(int64_t B, int64_t T, const int32_t* id
   };
   size_t stage = 0;
   bool rounded = false;  // whether hidden[l]'s rounding is in block l's input cache
-  timer_.forward(stage++, [&] { rounded = embedding_->forward(geometry_, ids, ws_.view(hidden_[0], e), pass, input_bf16(0)); });
+  timer_.forward(stage++,
+                 [&] { rounded = embedding_->forward(geometry_, ids, ws_.view(hidden_[0], e), pass, input_bf16(0)); });
   for (int l = 0; l < spec_.layers; ++l)
     timer_.forward(stage++, [&] {
       const TensorView<bf16> next_bf16 = input_bf16(l + 1);
@@ -101,9 +103,7 @@ TensorView<const float> Encoder::output() const {
   return final_ln_ ? ws_.view(final_, out) : ws_.view(hidden_[spec_.layers], out);
 }
 
-TensorView<float> Encoder::output_gradient() const {
-  return ws_.view(d_hidden_a_, {geometry_.B, output_T_});
-}
+TensorView<float> Encoder::output_gradient() const { return ws_.view(d_hidden_a_, {geometry_.B, output_T_}); }
 
 std::vector<size_t> Encoder::gradients_final_offsets() const {
   std::vector<size_t> offsets(block_grads_begin_.rbegin(), block_grads_begin_.rend());

@@ -9,8 +9,8 @@ namespace linformer {
 EvalResult evaluate(MlmModel& model, data::Batcher& batcher, int64_t max_batches, const data::UnigramModel* unigram,
                     EvalShard shard, const std::function<void(data::Batch&)>& rearrange, const EvalObserver& observe) {
   EvalResult result;
-  const int64_t batches = max_batches > 0 ? std::min(max_batches * shard.count, batcher.batches_per_epoch())
-                                          : batcher.batches_per_epoch();
+  const int64_t batches =
+      max_batches > 0 ? std::min(max_batches * shard.count, batcher.batches_per_epoch()) : batcher.batches_per_epoch();
   data::Batch batch;
   std::vector<int32_t> positions;
   for (int64_t i = shard.index; i < batches; i += shard.count) {

@@ -23,8 +23,10 @@ ModelSpec with_layers(ModelSpec spec, int layers) {
 // building every layer's parameters to plan. Planning allocates those small models'
 // parameters, so it runs only once the whole model's parameters are known to fit.
 double activation_bytes(const ModelSpec& spec, int64_t max_batch, int64_t max_masked, WorkspaceUse use) {
-  const auto one = static_cast<double>(MlmModel::planned_activation_bytes(with_layers(spec, 1), max_batch, max_masked, use));
-  const auto two = static_cast<double>(MlmModel::planned_activation_bytes(with_layers(spec, 2), max_batch, max_masked, use));
+  const auto one =
+      static_cast<double>(MlmModel::planned_activation_bytes(with_layers(spec, 1), max_batch, max_masked, use));
+  const auto two =
+      static_cast<double>(MlmModel::planned_activation_bytes(with_layers(spec, 2), max_batch, max_masked, use));
   return one + (spec.layers - 1) * std::max(two - one, 0.0);
 }
 
@@ -70,10 +72,11 @@ void check_memory_fits(const ModelSpec& spec, int64_t max_batch, int64_t max_mas
   const double parameters = 2 * sizeof(float) * count;  // values and gradients
   const double optimizer = use == WorkspaceUse::training ? 2 * sizeof(float) * count : 0.0;
   const auto refuse = [&](double activations, const std::string& activations_text) {
-    LF_FAIL("{} needs about {} (parameters and gradients {}, optimizer moments {}, activations {}), more than the {} "
-            "available ({}); it is sized by {}",
-            what, format_bytes(parameters + optimizer + activations), format_bytes(parameters), format_bytes(optimizer),
-            activations_text, format_bytes(limit), available.source, sized_by);
+    LF_FAIL(
+        "{} needs about {} (parameters and gradients {}, optimizer moments {}, activations {}), more than the {} "
+        "available ({}); it is sized by {}",
+        what, format_bytes(parameters + optimizer + activations), format_bytes(parameters), format_bytes(optimizer),
+        activations_text, format_bytes(limit), available.source, sized_by);
   };
   if (parameters + optimizer > limit) refuse(0.0, "not estimated");
   const double activations = activation_bytes(spec, max_batch, max_masked, use);

@@ -71,8 +71,8 @@ StepResult MlmModel::run_forward(const MlmBatchView& batch, const Pass& pass, fl
   const int32_t* positions = last_rows ? head_positions_.data() : batch.masked_positions;
   CrossEntropyResult ce;
   timer_.forward(head_stage(), [&] {
-    ce = head_->forward(out.reshape(Shape{out.size(0) * out.size(1), spec_.d_model}), positions, batch.targets,
-                        batch.M, grad_scale);
+    ce = head_->forward(out.reshape(Shape{out.size(0) * out.size(1), spec_.d_model}), positions, batch.targets, batch.M,
+                        grad_scale);
   });
   return {ce.loss_sum, ce.correct, batch.M};
 }
@@ -114,7 +114,7 @@ StepResult MlmModel::forward(const MlmBatchView& batch, const Pass& pass) {
 }
 
 StepResult MlmModel::forward_backward(const MlmBatchView& batch, const Pass& pass, float grad_scale,
-                                     const GradientsFinalFrom& final_from) {
+                                      const GradientsFinalFrom& final_from) {
   LF_CHECK(grad_scale != 0.0f, "forward_backward needs a non-zero gradient scale");
   LF_CHECK(!ws_.inference(), "forward_backward on an inference model (it keeps no activations for backward)");
   check_batch(batch);

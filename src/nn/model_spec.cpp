@@ -40,7 +40,8 @@ ModelSpec ModelSpec::from_recipe(const config::Recipe& recipe) {
 }
 
 void ModelSpec::validate() const {
-  std::vector<std::string> errors = config::section_rule_errors(static_cast<const config::ModelConfig&>(*this), "model");
+  std::vector<std::string> errors =
+      config::section_rule_errors(static_cast<const config::ModelConfig&>(*this), "model");
   if (seq_len < 2) errors.push_back(fmt::format("seq_len = {} must be at least 2", seq_len));
   if (vocab_size <= 5) errors.push_back(fmt::format("vocab_size = {} leaves no ordinary tokens", vocab_size));
   if (errors.empty())  // the cross-option checks divide by heads and index k_per_layer
@@ -67,8 +68,10 @@ void from_json(const nlohmann::json& j, ModelSpec& s) {
     if (!j.contains(key)) errors.push_back(fmt::format("model.{} is missing", key));
   for (auto [key, size] : {std::pair{"seq_len", &s.seq_len}, std::pair{"vocab_size", &s.vocab_size}}) {
     if (!j.contains(key)) continue;
-    if (config::json_holds<int>(j.at(key))) *size = j.at(key).get<int>();
-    else errors.push_back(fmt::format("model.{} = {} is not an integer", key, j.at(key).dump()));
+    if (config::json_holds<int>(j.at(key)))
+      *size = j.at(key).get<int>();
+    else
+      errors.push_back(fmt::format("model.{} = {} is not an integer", key, j.at(key).dump()));
   }
   resolve_k(s);
   if (!errors.empty()) {

@@ -30,9 +30,7 @@ void Parameters::keep_bf16_copies() {
   values_changed();
 }
 
-bf16* Parameters::bf16_copies() const {
-  return bf16_values_ ? reinterpret_cast<bf16*>(bf16_values_->data()) : nullptr;
-}
+bf16* Parameters::bf16_copies() const { return bf16_values_ ? reinterpret_cast<bf16*>(bf16_values_->data()) : nullptr; }
 
 TensorView<const bf16> Parameters::value_bf16(const std::string& name) const {
   LF_CHECK(bf16_values_, "bf16 copy of '{}' asked for, but the parameters keep none", name);
@@ -41,8 +39,7 @@ TensorView<const bf16> Parameters::value_bf16(const std::string& name) const {
 }
 
 void Parameters::values_changed() const {
-  if (bf16_values_)
-    convert_to_bf16(values_.data(), bf16_copies(), values_.numel());
+  if (bf16_values_) convert_to_bf16(values_.data(), bf16_copies(), values_.numel());
 }
 
 int64_t Parameters::count() const {
@@ -92,7 +89,8 @@ void Parameters::initialize(uint64_t seed) {
               for (int64_t j = 0; j < K; ++j) {
                 const int64_t begin = j * n / K, end = (j + 1) * n / K;  // windows tile [0, n)
                 float* row = x + (m * K + j) * n;
-                for (int64_t t = 0; t < n; ++t) row[t] = t >= begin && t < end ? 1.0f / static_cast<float>(end - begin) : 0.0f;
+                for (int64_t t = 0; t < n; ++t)
+                  row[t] = t >= begin && t < end ? 1.0f / static_cast<float>(end - begin) : 0.0f;
               }
             break;
         }

@@ -13,20 +13,28 @@ namespace linformer::safetensors {
 
 size_t dtype_size(DType dtype) {
   switch (dtype) {
-    case DType::F32: return 4;
-    case DType::F64: return 8;
-    case DType::I32: return 4;
-    case DType::I64: return 8;
+    case DType::F32:
+      return 4;
+    case DType::F64:
+      return 8;
+    case DType::I32:
+      return 4;
+    case DType::I64:
+      return 8;
   }
   return 0;
 }
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::F32: return "F32";
-    case DType::F64: return "F64";
-    case DType::I32: return "I32";
-    case DType::I64: return "I64";
+    case DType::F32:
+      return "F32";
+    case DType::F64:
+      return "F64";
+    case DType::I32:
+      return "I32";
+    case DType::I64:
+      return "I64";
   }
   return "?";
 }
@@ -112,8 +120,7 @@ File File::read(const std::string& path) {
       if (info.begin > info.end || info.end > data_size)
         LF_FAIL("{}: data_offsets [{}, {}] outside the {} bytes of data", where, info.begin, info.end, data_size);
       if (info.end - info.begin != static_cast<size_t>(info.numel()) * dtype_size(info.dtype))
-        LF_FAIL("{}: {} bytes for {} values of {}", where, info.end - info.begin, info.numel(),
-                dtype_name(info.dtype));
+        LF_FAIL("{}: {} bytes for {} values of {}", where, info.end - info.begin, info.numel(), dtype_name(info.dtype));
       f.tensors_[name] = info;
     } catch (const nlohmann::json::exception& e) {
       LF_FAIL("{}: malformed entry: {}", where, e.what());
@@ -142,10 +149,30 @@ std::vector<double> File::as_doubles(const std::string& name) const {
   const char* p = static_cast<const char*>(data(name));
   for (size_t i = 0; i < out.size(); ++i) {
     switch (t.dtype) {
-      case DType::F32: { float v; std::memcpy(&v, p + 4 * i, 4); out[i] = v; break; }
-      case DType::F64: { double v; std::memcpy(&v, p + 8 * i, 8); out[i] = v; break; }
-      case DType::I32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); out[i] = v; break; }
-      case DType::I64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); out[i] = static_cast<double>(v); break; }
+      case DType::F32: {
+        float v;
+        std::memcpy(&v, p + 4 * i, 4);
+        out[i] = v;
+        break;
+      }
+      case DType::F64: {
+        double v;
+        std::memcpy(&v, p + 8 * i, 8);
+        out[i] = v;
+        break;
+      }
+      case DType::I32: {
+        int32_t v;
+        std::memcpy(&v, p + 4 * i, 4);
+        out[i] = v;
+        break;
+      }
+      case DType::I64: {
+        int64_t v;
+        std::memcpy(&v, p + 8 * i, 8);
+        out[i] = static_cast<double>(v);
+        break;
+      }
     }
   }
   return out;

@@ -34,9 +34,8 @@ ModelSpec spec_of(const safetensors::File& file) {
   auto model = meta.find("model");
   if (model == meta.end()) LF_FAIL("{}: __metadata__ has no 'model'", file.path());
   try {
-    return with_context(file.path() + ": __metadata__.model", [&] {
-      return nlohmann::json::parse(model->second).get<ModelSpec>();
-    });
+    return with_context(file.path() + ": __metadata__.model",
+                        [&] { return nlohmann::json::parse(model->second).get<ModelSpec>(); });
   } catch (const nlohmann::json::exception& e) {
     LF_FAIL("{}: __metadata__.model is not valid JSON: {}", file.path(), e.what());
   }
@@ -50,7 +49,8 @@ namespace {
 // shape) and copied; returns the file's tensors params does not have (refused, before anything
 // is copied, unless allow_others).
 template <class Selected>
-std::vector<std::string> load_selected(const std::string& path, Parameters& params, bool allow_others, Selected loaded) {
+std::vector<std::string> load_selected(const std::string& path, Parameters& params, bool allow_others,
+                                       Selected loaded) {
   const auto file = safetensors::File::read(path);
   spec_of(file);  // the format check
   std::set<std::string> ours;
@@ -86,7 +86,8 @@ void load_weights(const std::string& path, Parameters& params) {
   load_selected(path, params, false, [](const std::string&) { return true; });
 }
 
-std::vector<std::string> load_shared_weights(const std::string& path, Parameters& params, const std::string& own_prefix) {
+std::vector<std::string> load_shared_weights(const std::string& path, Parameters& params,
+                                             const std::string& own_prefix) {
   return load_selected(path, params, true, [&](const std::string& name) { return name.rfind(own_prefix, 0) != 0; });
 }
 

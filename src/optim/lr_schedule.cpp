@@ -15,10 +15,14 @@ double learning_rate(const config::OptimConfig& o, int64_t max_updates, int64_t 
   const double span = static_cast<double>(max_updates) - warmup;
   const double p = span > 0 ? std::min(1.0, (u - warmup) / span) : 1.0;
   switch (o.schedule) {
-    case LrSchedule::polynomial: return o.end_lr + (o.lr - o.end_lr) * std::pow(1.0 - p, o.power);
-    case LrSchedule::linear: return o.end_lr + (o.lr - o.end_lr) * (1.0 - p);
-    case LrSchedule::cosine: return o.end_lr + (o.lr - o.end_lr) * 0.5 * (1.0 + std::cos(M_PI * p));
-    default: return o.lr;
+    case LrSchedule::polynomial:
+      return o.end_lr + (o.lr - o.end_lr) * std::pow(1.0 - p, o.power);
+    case LrSchedule::linear:
+      return o.end_lr + (o.lr - o.end_lr) * (1.0 - p);
+    case LrSchedule::cosine:
+      return o.end_lr + (o.lr - o.end_lr) * 0.5 * (1.0 + std::cos(M_PI * p));
+    default:
+      return o.lr;
   }
 }
 

@@ -8,19 +8,19 @@
 #include "linformer/nn/safetensors.h"
 #include "linformer/nn/weights_file.h"
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <type_traits>
-#include <filesystem>
 
 namespace linformer {
 
@@ -61,7 +61,9 @@ T exact(const nlohmann::json& object, const char* key) {
   const nlohmann::json& value = object.at(key);
   if (!config::json_holds<T>(value) || (std::is_integral_v<T> && !value.is_number_integer()))
     LF_FAIL("{} = {} is not {}", key, value.dump(),
-            std::is_floating_point_v<T> ? "a number" : std::is_unsigned_v<T> ? "a non-negative integer" : "an integer");
+            std::is_floating_point_v<T> ? "a number"
+            : std::is_unsigned_v<T>     ? "a non-negative integer"
+                                        : "an integer");
   return value.get<T>();
 }
 }  // namespace
@@ -73,8 +75,8 @@ void from_json(const nlohmann::json& j, TrainingState& s) {
   s.epoch = exact<uint64_t>(j, "epoch");
   s.position = exact<uint64_t>(j, "position");
   s.elapsed_seconds = exact<double>(j, "elapsed_seconds");
-  s.best_valid_loss = j.at("best_valid_loss").is_null() ? std::numeric_limits<double>::infinity()
-                                                        : exact<double>(j, "best_valid_loss");
+  s.best_valid_loss =
+      j.at("best_valid_loss").is_null() ? std::numeric_limits<double>::infinity() : exact<double>(j, "best_valid_loss");
   s.best_update = exact<int64_t>(j, "best_update");
   s.validations_since_best = exact<int>(j, "validations_since_best");
   if (j.contains("interval")) {  // older checkpoints: none in progress
@@ -87,7 +89,8 @@ void from_json(const nlohmann::json& j, TrainingState& s) {
     s.data.tokenizer_hash = d.at("tokenizer_hash").get<std::string>();
     s.data.train_checksum = d.at("train_checksum").get<std::string>();
     s.data.train_tokens = exact<uint64_t>(d, "train_tokens");
-    for (const auto& [key, value] : d.at("order").items()) s.data.order_keys.emplace_back(key, value.get<std::string>());
+    for (const auto& [key, value] : d.at("order").items())
+      s.data.order_keys.emplace_back(key, value.get<std::string>());
   }
 }
 
@@ -150,8 +153,7 @@ std::string write_checkpoint(const std::string& checkpoints_dir, const Parameter
   write_file_atomic((fs::path(tmp) / "tokenizer.model").string(), tokenizer_model);
   write_file_atomic((fs::path(tmp) / "recipe.toml").string(), resolved_recipe);
   nlohmann::json files = nlohmann::json::object();
-  for (const char* name : kCheckpointFiles)
-    files[name] = crc32_hex(read_file((fs::path(tmp) / name).string()));
+  for (const char* name : kCheckpointFiles) files[name] = crc32_hex(read_file((fs::path(tmp) / name).string()));
   nlohmann::json meta = {{"format", "linformer-checkpoint"},
                          {"format_version", kCheckpointFormatVersion},
                          {"state", state},
@@ -173,9 +175,10 @@ std::string read_sealed_state(const std::string& path, bool warn) {
   const std::string text = read_file((fs::path(path) / "state.json").string());
   if (done == kDoneLegacy) {
     if (warn)
-      spdlog::warn("{}/state.json has no checksum (a checkpoint written before state.json was checksummed): its "
-                   "counters are read unverified",
-                   path);
+      spdlog::warn(
+          "{}/state.json has no checksum (a checkpoint written before state.json was checksummed): its "
+          "counters are read unverified",
+          path);
     return text;
   }
   const std::string sealed = std::string(kDoneLegacy) + kDoneStateCrc;
@@ -184,9 +187,10 @@ std::string read_sealed_state(const std::string& path, bool warn) {
     LF_FAIL("{}/DONE: not a checkpoint's completion marker (expected \"{}<8 hex digits>\")", path, sealed);
   const std::string stored = done.substr(sealed.size(), digits), actual = crc32_hex(text);
   if (actual != stored)
-    LF_FAIL("{}/state.json: checksum mismatch (crc32 {} recorded in DONE, {} found): the file was changed or is "
-            "corrupt",
-            path, stored, actual);
+    LF_FAIL(
+        "{}/state.json: checksum mismatch (crc32 {} recorded in DONE, {} found): the file was changed or is "
+        "corrupt",
+        path, stored, actual);
   return text;
 }
 
@@ -198,7 +202,9 @@ nlohmann::json read_meta(const std::string& path, bool warn = false) {
   } catch (const nlohmann::json::exception& e) {
     LF_FAIL("{}/state.json: {}", path, e.what());
   }
-  const auto field = [&](const char* key) { return meta.is_object() && meta.contains(key) ? meta.at(key) : nlohmann::json(); };
+  const auto field = [&](const char* key) {
+    return meta.is_object() && meta.contains(key) ? meta.at(key) : nlohmann::json();
+  };
   if (field("format") != "linformer-checkpoint") LF_FAIL("{}/state.json: not a linformer checkpoint's state", path);
   if (!field("format_version").is_number_integer() || field("format_version") != kCheckpointFormatVersion)
     LF_FAIL("{}: checkpoint format version {} is not supported (expected {})", path, field("format_version").dump(),
@@ -326,9 +332,10 @@ std::string resolve_checkpoint(const std::string& path) {
     spdlog::info("using the newest checkpoint of run {}: {}", path, in_run.back().path);
     return in_run.back().path;
   }
-  LF_FAIL("'{}' is neither a complete checkpoint directory (with a DONE marker, e.g. "
-          "runs/<name>/checkpoints/checkpoint_00000600) nor a run directory with one",
-          path);
+  LF_FAIL(
+      "'{}' is neither a complete checkpoint directory (with a DONE marker, e.g. "
+      "runs/<name>/checkpoints/checkpoint_00000600) nor a run directory with one",
+      path);
 }
 
 }  // namespace linformer

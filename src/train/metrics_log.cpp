@@ -42,7 +42,7 @@ void upgrade_csv_columns(const std::string& path) {
   const auto old_columns = split_csv_line(header);
   auto new_columns = split_csv_line(kCsvHeader);
   new_columns.back().pop_back();  // the newline
-  std::vector<int> source;  // old index of each new column, −1 when absent
+  std::vector<int> source;        // old index of each new column, −1 when absent
   for (const auto& name : new_columns) {
     const auto it = std::find(old_columns.begin(), old_columns.end(), name);
     source.push_back(it == old_columns.end() ? -1 : static_cast<int>(it - old_columns.begin()));
@@ -55,7 +55,8 @@ void upgrade_csv_columns(const std::string& path) {
     const auto fields = split_csv_line(line);
     for (size_t c = 0; c < source.size(); ++c) {
       if (c) out += ',';
-      if (source[c] >= 0 && static_cast<size_t>(source[c]) < fields.size()) out += fields[static_cast<size_t>(source[c])];
+      if (source[c] >= 0 && static_cast<size_t>(source[c]) < fields.size())
+        out += fields[static_cast<size_t>(source[c])];
     }
     out += '\n';
   }
@@ -119,8 +120,10 @@ void keep_rows(const std::string& path, int header_lines, int64_t keep_until, co
       changed = true;
       continue;
     }
-    if (key->update <= keep_until && key->kind != drop_kind) out += line + "\n";
-    else changed = true;
+    if (key->update <= keep_until && key->kind != drop_kind)
+      out += line + "\n";
+    else
+      changed = true;
   }
   if (changed || out.size() != text.size()) write_file_atomic(path, out);
 }
@@ -154,13 +157,20 @@ void MetricsLog::append(const MetricsRow& r) {
   const std::string macro_f1 = r.macro_f1 >= 0 ? fmt::format("{:.6f}", r.macro_f1) : "";
   const std::string shuffled = r.shuffled_perplexity > 0 ? fmt::format("{:.4f}", r.shuffled_perplexity) : "";
   const std::string csv_row =
-      fmt::format("{},{},{},{},{:.6g},{:.6f},{:.4f},{:.6f},{:.6g},{},{},{},{:.1f},{:.2f}\n", r.kind, r.update,
-                  r.tokens, r.epoch, r.lr, r.loss, r.perplexity, r.accuracy, r.grad_norm, unigram, macro_f1, shuffled,
+      fmt::format("{},{},{},{},{:.6g},{:.6f},{:.4f},{:.6f},{:.6g},{},{},{},{:.1f},{:.2f}\n", r.kind, r.update, r.tokens,
+                  r.epoch, r.lr, r.loss, r.perplexity, r.accuracy, r.grad_norm, unigram, macro_f1, shuffled,
                   r.tokens_per_second, r.elapsed_seconds);
-  nlohmann::json j = {{"kind", r.kind},       {"update", r.update},         {"tokens", r.tokens},
-                      {"epoch", r.epoch},     {"lr", r.lr},                 {"loss", r.loss},
-                      {"perplexity", r.perplexity}, {"accuracy", r.accuracy}, {"grad_norm", r.grad_norm},
-                      {"tokens_per_second", r.tokens_per_second}, {"elapsed_seconds", r.elapsed_seconds}};
+  nlohmann::json j = {{"kind", r.kind},
+                      {"update", r.update},
+                      {"tokens", r.tokens},
+                      {"epoch", r.epoch},
+                      {"lr", r.lr},
+                      {"loss", r.loss},
+                      {"perplexity", r.perplexity},
+                      {"accuracy", r.accuracy},
+                      {"grad_norm", r.grad_norm},
+                      {"tokens_per_second", r.tokens_per_second},
+                      {"elapsed_seconds", r.elapsed_seconds}};
   if (r.unigram_perplexity > 0) j["unigram_perplexity"] = r.unigram_perplexity;
   if (r.macro_f1 >= 0) j["macro_f1"] = r.macro_f1;
   if (r.shuffled_perplexity > 0) j["shuffled_perplexity"] = r.shuffled_perplexity;

@@ -77,8 +77,8 @@ JobValidation MlmJob::validate() {
     word_order = fmt::format(" | words shuffled {:.3f} ×", v.scores.shuffled_perplexity / r.perplexity());
   }
   v.log_details = fmt::format("loss {:.4f} | ppl {:.2f} ({:.3f} × unigram {:.2f}) | acc {:.4f} | {} masked tokens{}",
-                              r.loss(), r.perplexity(), r.perplexity() / r.unigram_perplexity(),
-                              r.unigram_perplexity(), r.accuracy(), r.masked, word_order);
+                              r.loss(), r.perplexity(), r.perplexity() / r.unigram_perplexity(), r.unigram_perplexity(),
+                              r.accuracy(), r.masked, word_order);
   return v;
 }
 

@@ -6,8 +6,8 @@
 #include "linformer/nn/weights_file.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -87,9 +87,10 @@ ResumePlan plan_resume(const ResumeRequest& options, const std::string& run_dir)
     plan.checkpoint = options.resume;
   }
   if (options.reset_schedule && has_checkpoints)
-    LF_FAIL("--reset-schedule starts the update count again: write into a new --run-dir (resume from "
-            "--resume {}/checkpoints/checkpoint_…) so that its checkpoints are not mixed with the old ones",
-            run_dir);
+    LF_FAIL(
+        "--reset-schedule starts the update count again: write into a new --run-dir (resume from "
+        "--resume {}/checkpoints/checkpoint_…) so that its checkpoints are not mixed with the old ones",
+        run_dir);
   if (options.resume.empty() && has_checkpoints)
     LF_FAIL("run directory '{}' already has checkpoints: continue it with --resume auto, or choose another --run-dir",
             run_dir);
@@ -102,41 +103,43 @@ void check_resume_data(const ResumePlan& plan, const DataIdentity& now, const st
   const auto stored_tokenizer = data::Tokenizer::load((fs::path(plan.checkpoint) / "tokenizer.model").string());
   const std::string stored_hash = fmt::format("{:016x}", stored_tokenizer.hash());
   if (stored_hash != now.tokenizer_hash)
-    LF_FAIL("cannot resume from {}: its tokenizer (tokenizer.model, hash {}) is not the one of the prepared data in "
-            "'{}' (spm.model, hash {}), so its embeddings would be read with another vocabulary's ids; resume with the "
-            "data.prepared_dir the run was trained on, or start a new run",
-            plan.checkpoint, stored_hash, prepared_dir, now.tokenizer_hash);
+    LF_FAIL(
+        "cannot resume from {}: its tokenizer (tokenizer.model, hash {}) is not the one of the prepared data in "
+        "'{}' (spm.model, hash {}), so its embeddings would be read with another vocabulary's ids; resume with the "
+        "data.prepared_dir the run was trained on, or start a new run",
+        plan.checkpoint, stored_hash, prepared_dir, now.tokenizer_hash);
   const DataIdentity stored = peek_checkpoint_state(plan.checkpoint).data;
   if (!stored.known() || plan.reset_data) return;  // older checkpoints do not record it
   std::vector<std::string> differences = differing_order_keys(stored, now);
   if (stored.train_checksum != now.train_checksum || stored.train_tokens != now.train_tokens)
-    differences.insert(differences.begin(),
-                       fmt::format("the training split of '{}' ({} tokens, crc32 {}; the checkpoint's had {} tokens, "
-                                   "crc32 {})",
-                                   prepared_dir, now.train_tokens, now.train_checksum, stored.train_tokens,
-                                   stored.train_checksum));
+    differences.insert(
+        differences.begin(),
+        fmt::format("the training split of '{}' ({} tokens, crc32 {}; the checkpoint's had {} tokens, "
+                    "crc32 {})",
+                    prepared_dir, now.train_tokens, now.train_checksum, stored.train_tokens, stored.train_checksum));
   if (differences.empty()) return;
-  std::string message = fmt::format(
-      "cannot resume from {}: its data position points into other data than this run's:", plan.checkpoint);
+  std::string message =
+      fmt::format("cannot resume from {}: its data position points into other data than this run's:", plan.checkpoint);
   for (const auto& d : differences) message += "\n  " + d;
   if (World::distributed())
-    message += fmt::format("\n(with {} processes, train.batch_size counts the sequences of all of them: {} × the "
-                           "recipe's)",
-                           World::size(), World::size());
-  message += "\nresume with the data and settings the run was trained on, or add --reset-data to read this data from "
-             "its start";
+    message += fmt::format(
+        "\n(with {} processes, train.batch_size counts the sequences of all of them: {} × the "
+        "recipe's)",
+        World::size(), World::size());
+  message +=
+      "\nresume with the data and settings the run was trained on, or add --reset-data to read this data from "
+      "its start";
   throw Error(message);
 }
 
-TrainingState load_resume_point(const ResumePlan& plan, const ModelSpec& spec, Parameters& params,
-                                AdamW& optimizer) {
+TrainingState load_resume_point(const ResumePlan& plan, const ModelSpec& spec, Parameters& params, AdamW& optimizer) {
   TrainingState state;
   if (!plan.resumes()) return state;
   const ModelSpec stored = read_weights_spec((fs::path(plan.checkpoint) / "model.safetensors").string());
   const auto differences = differing_model_keys(stored, spec);
   if (!differences.empty()) {
-    std::string message = fmt::format("cannot resume from {}: the recipe's model differs from the checkpoint's:",
-                                      plan.checkpoint);
+    std::string message =
+        fmt::format("cannot resume from {}: the recipe's model differs from the checkpoint's:", plan.checkpoint);
     for (const auto& d : differences) message += "\n  " + d;
     throw Error(message);
   }

@@ -29,13 +29,16 @@ void start_run_directory(const std::string& run_dir, const config::Recipe& recip
   spdlog::info("OpenMP waiting: {}", openmp_wait_policy_description());
   const bool want_bf16 = recipe.train.precision == config::Precision::bf16;
   const MatmulPrecision precision = select_matmul_precision(want_bf16);
-  if (want_bf16 && !precision.bf16) spdlog::warn("{}", precision.note);
-  else spdlog::info("precision: {}", precision.note);
+  if (want_bf16 && !precision.bf16)
+    spdlog::warn("{}", precision.note);
+  else
+    spdlog::info("precision: {}", precision.note);
 }
 
 std::string shell_quoted(const std::string& word) {
-  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") ==
-                           std::string::npos)
+  if (!word.empty() &&
+      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") ==
+          std::string::npos)
     return word;
   std::string quoted = "'";
   for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);

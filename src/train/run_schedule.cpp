@@ -17,7 +17,9 @@ RunSchedule::RunSchedule(const config::Recipe& recipe, const TrainingJob& job)
   }
 }
 
-double RunSchedule::learning_rate(int64_t update) const { return linformer::learning_rate(recipe_.optim, length_, update); }
+double RunSchedule::learning_rate(int64_t update) const {
+  return linformer::learning_rate(recipe_.optim, length_, update);
+}
 
 bool RunSchedule::ends_epochs(int64_t update, int every) const {
   if (every <= 0) return false;
@@ -43,7 +45,8 @@ std::string RunSchedule::finish_reason(const TrainingState& state, double elapse
     return fmt::format("reached train.max_updates = {}", t.max_updates);
   if (t.max_epochs > 0 && job_.epochs_done(state.update) >= static_cast<uint64_t>(t.max_epochs))
     return fmt::format("reached train.max_epochs = {}", t.max_epochs);
-  if (t.max_tokens > 0 && state.tokens >= t.max_tokens) return fmt::format("reached train.max_tokens = {}", t.max_tokens);
+  if (t.max_tokens > 0 && state.tokens >= t.max_tokens)
+    return fmt::format("reached train.max_tokens = {}", t.max_tokens);
   if (t.max_minutes > 0 && elapsed_seconds >= 60 * t.max_minutes)
     return fmt::format("reached train.max_minutes = {}", t.max_minutes);
   if (recipe_.validation.patience > 0 && state.validations_since_best >= recipe_.validation.patience)

@@ -36,9 +36,9 @@ namespace {
 
 // The command that continues this run, with every --set of this one.
 std::string resume_command(const TrainOptions& options, const std::string& run_dir) {
-  std::string command = World::distributed()
-                            ? fmt::format("mpirun -np {} <your mpirun options> linformer train --recipe ", World::size())
-                            : std::string("linformer train --recipe ");
+  std::string command =
+      World::distributed() ? fmt::format("mpirun -np {} <your mpirun options> linformer train --recipe ", World::size())
+                           : std::string("linformer train --recipe ");
   command += shell_quoted(options.recipe_path);
   for (const auto& o : options.overrides) command += " --set " + shell_quoted(o);
   return command + " --run-dir " + shell_quoted(run_dir) + " --resume auto";
@@ -50,8 +50,9 @@ bool overlap_allreduce(OverlapAllreduce choice) {
   if (!World::distributed() || choice == OverlapAllreduce::off) return false;
   if (!World::other_threads_may_call()) {
     if (choice == OverlapAllreduce::on)
-      spdlog::warn("--overlap-allreduce on: this MPI library does not let a second thread call it "
-                   "(MPI_THREAD_SERIALIZED not granted); the gradients are summed after the backward pass");
+      spdlog::warn(
+          "--overlap-allreduce on: this MPI library does not let a second thread call it "
+          "(MPI_THREAD_SERIALIZED not granted); the gradients are summed after the backward pass");
     return false;
   }
   return choice == OverlapAllreduce::on || World::spans_several_machines();
@@ -90,21 +91,21 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
   AdamW optimizer(model.params(), recipe.optim);
   TrainingState state = load_resume_point(plan, spec, model.params(), optimizer);
   MetricsLog metrics(run_dir, state.update, /*writes=*/World::is_root());
-  spdlog::info("model: {} parameters ({:.1f} MB), activations {:.1f} MB; train {} blocks ({} batches/epoch), valid {} blocks",
-               model.params().count(), model.params().values().layout().bytes() / 1e6, model.activation_bytes() / 1e6,
-               data->train_blocks->size(), data->train->batches_per_epoch(), data->valid_blocks->size());
+  spdlog::info(
+      "model: {} parameters ({:.1f} MB), activations {:.1f} MB; train {} blocks ({} batches/epoch), valid {} blocks",
+      model.params().count(), model.params().values().layout().bytes() / 1e6, model.activation_bytes() / 1e6,
+      data->train_blocks->size(), data->train->batches_per_epoch(), data->valid_blocks->size());
   if (data->short_updates > 0)
-    spdlog::info("sequence-length warm-up: updates 1 to {} on blocks of {} tokens ({} blocks, {} micro-batches an "
-                 "update), then blocks of {}",
-                 data->short_updates, recipe.train.short_seq_len, data->short_blocks->size(), data->short_micro_batches,
-                 n);
+    spdlog::info(
+        "sequence-length warm-up: updates 1 to {} on blocks of {} tokens ({} blocks, {} micro-batches an "
+        "update), then blocks of {}",
+        data->short_updates, recipe.train.short_seq_len, data->short_blocks->size(), data->short_micro_batches, n);
 
   RunCheckpoints checkpoints((fs::path(run_dir) / "checkpoints").string(), recipe.checkpoint, resolved,
                              data->prepared.tokenizer.serialized(), identity);
   const bool overlap = overlap_allreduce(options.overlap_allreduce);
   MlmJob job(model, *data, recipe);
-  const LoopOutcome outcome =
-      run_training_loop(job, optimizer, state, plan, recipe, {checkpoints, metrics}, overlap);
+  const LoopOutcome outcome = run_training_loop(job, optimizer, state, plan, recipe, {checkpoints, metrics}, overlap);
   TrainSummary summary = summary_of(run_dir, outcome);
   if (outcome.already_finished) return summary;
   if (outcome.interrupted) {
@@ -114,11 +115,11 @@ TrainSummary train_in(const std::string& run_dir, const config::Recipe& recipe, 
                    resume_command(options, run_dir));
     return summary;
   }
-  spdlog::info("validation perplexity {:.2f} (loss {:.4f}, accuracy {:.4f}; {:.3f} × the unigram baseline's {:.2f}) "
-               "after {} updates",
-               summary.valid_perplexity, summary.valid_loss, summary.valid_accuracy,
-               summary.valid_perplexity / summary.valid_unigram_perplexity, summary.valid_unigram_perplexity,
-               summary.updates);
+  spdlog::info(
+      "validation perplexity {:.2f} (loss {:.4f}, accuracy {:.4f}; {:.3f} × the unigram baseline's {:.2f}) "
+      "after {} updates",
+      summary.valid_perplexity, summary.valid_loss, summary.valid_accuracy,
+      summary.valid_perplexity / summary.valid_unigram_perplexity, summary.valid_unigram_perplexity, summary.updates);
   spdlog::info("metrics: {} and {}; plot with: python3 scripts/plot_curves.py {} --out {}/curves", metrics.csv_path(),
                metrics.jsonl_path(), run_dir, run_dir);
   return summary;
@@ -141,16 +142,18 @@ TrainSummary run_training(const TrainOptions& options) {
   }
   World::barrier();  // the others plan after rank 0 holds the lock
   // Refuses before anything is written.
-  const ResumePlan plan = plan_resume(
-      {options.resume, options.reset_optimizer, options.reset_schedule, options.reset_data}, run_dir);
-  if (World::is_root()) start_run_directory(run_dir, recipe, resolved);
-  else select_matmul_precision(recipe.train.precision == config::Precision::bf16);
+  const ResumePlan plan =
+      plan_resume({options.resume, options.reset_optimizer, options.reset_schedule, options.reset_data}, run_dir);
+  if (World::is_root())
+    start_run_directory(run_dir, recipe, resolved);
+  else
+    select_matmul_precision(recipe.train.precision == config::Precision::bf16);
   try {
     return train_in(run_dir, recipe, resolved, plan, options);
   } catch (const Error& e) {
     const auto saved = list_checkpoints((fs::path(run_dir) / "checkpoints").string());
-    throw Error(fmt::format("{}\nthe run's newest checkpoint is {}; once the cause is fixed, continue with: {}", e.what(),
-                            saved.empty() ? "none (the run starts again)" : saved.back().path,
+    throw Error(fmt::format("{}\nthe run's newest checkpoint is {}; once the cause is fixed, continue with: {}",
+                            e.what(), saved.empty() ? "none (the run starts again)" : saved.back().path,
                             resume_command(options, run_dir)));
   }
 }

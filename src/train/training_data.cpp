@@ -16,17 +16,19 @@ std::unique_ptr<TrainingData> open_training_data(const config::Recipe& recipe, c
   auto t = std::make_unique<TrainingData>(data::open_prepared(d.prepared_dir));
   const int vocab = t->prepared.tokenizer.vocab_size();
   if (vocab != d.vocab_size)
-    LF_FAIL("the prepared data in '{}' has a vocabulary of {}, the recipe says data.vocab_size = {}: run "
-            "`linformer prepare --recipe {}` again",
-            d.prepared_dir, vocab, d.vocab_size, recipe_path);
+    LF_FAIL(
+        "the prepared data in '{}' has a vocabulary of {}, the recipe says data.vocab_size = {}: run "
+        "`linformer prepare --recipe {}` again",
+        d.prepared_dir, vocab, d.vocab_size, recipe_path);
   const uint64_t seed = static_cast<uint64_t>(recipe.seed);
   t->train_blocks = std::make_unique<data::TokenBlocks>(t->prepared.train, d.seq_len, d.break_mode);
   t->valid_blocks = std::make_unique<data::TokenBlocks>(t->prepared.valid, d.seq_len, d.break_mode);
   // Before the batchers, whose own checks would name neither the split nor the key.
   if (t->valid_blocks->size() == 0)
-    LF_FAIL("the valid split of '{}' is empty (data.valid_fraction = {}): training validates on it; prepare the data "
-            "again with a larger data.valid_fraction or a corpus of more documents",
-            d.prepared_dir, d.valid_fraction);
+    LF_FAIL(
+        "the valid split of '{}' is empty (data.valid_fraction = {}): training validates on it; prepare the data "
+        "again with a larger data.valid_fraction or a corpus of more documents",
+        d.prepared_dir, d.valid_fraction);
   const int ranks = World::size();
   if (t->train_blocks->size() < static_cast<int64_t>(ranks) * recipe.train.batch_size)
     LF_FAIL("the training split of '{}' has {} blocks of {} tokens, fewer than one batch of {} (train.batch_size){}",
@@ -42,8 +44,8 @@ std::unique_ptr<TrainingData> open_training_data(const config::Recipe& recipe, c
   train_options.rank = World::rank();  // each process its share of every global batch (batcher.h)
   train_options.world_size = ranks;
   t->train = std::make_unique<data::Batcher>(*t->train_blocks, *t->train_masker, train_options);
-  t->valid = std::make_unique<data::Batcher>(*t->valid_blocks, *t->valid_masker,
-                                             data::evaluation_options(recipe.train.batch_size, config::data_seed(recipe)));
+  t->valid = std::make_unique<data::Batcher>(
+      *t->valid_blocks, *t->valid_masker, data::evaluation_options(recipe.train.batch_size, config::data_seed(recipe)));
   t->micro_batches = recipe.train.accumulation;
   if (recipe.train.short_seq_len > 0) {
     const int s = recipe.train.short_seq_len;
@@ -66,8 +68,8 @@ DataIdentity data_identity(const TrainingData& data, const config::Recipe& recip
                    // The sequences of an update on all processes: R processes of batch b read the batches of
                    // one process of R·b (batcher.h), so a run may resume with another number of processes.
                    {"train.batch_size", std::to_string(static_cast<int64_t>(World::size()) * recipe.train.batch_size)},
-                 {"train.short_seq_len", std::to_string(recipe.train.short_seq_len)},
-                 {"train.short_seq_updates", std::to_string(recipe.train.short_seq_updates)}};
+                   {"train.short_seq_len", std::to_string(recipe.train.short_seq_len)},
+                   {"train.short_seq_updates", std::to_string(recipe.train.short_seq_updates)}};
   return id;
 }
 

@@ -19,12 +19,12 @@ namespace {
 void log_train_row(const MetricsRow& row, int64_t length, double seconds_per_update, double allreduce_share) {
   const std::string eta =
       length > 0 ? " | ETA " + format_duration(seconds_per_update * static_cast<double>(length - row.update)) : "";
-  const std::string allreduce =
-      World::distributed() ? fmt::format(" | allreduce {:.1f}%", 100 * allreduce_share) : "";
-  spdlog::info("update {}{} | epoch {} | lr {:.3g} | loss {:.4f} | ppl {:.2f} | acc {:.3f} | gnorm {:.3f} | "
-               "{:.0f} tok/s{}{}",
-               row.update, length > 0 ? fmt::format("/{}", length) : "", row.epoch, row.lr, row.loss, row.perplexity,
-               row.accuracy, row.grad_norm, row.tokens_per_second, allreduce, eta);
+  const std::string allreduce = World::distributed() ? fmt::format(" | allreduce {:.1f}%", 100 * allreduce_share) : "";
+  spdlog::info(
+      "update {}{} | epoch {} | lr {:.3g} | loss {:.4f} | ppl {:.2f} | acc {:.3f} | gnorm {:.3f} | "
+      "{:.0f} tok/s{}{}",
+      row.update, length > 0 ? fmt::format("/{}", length) : "", row.epoch, row.lr, row.loss, row.perplexity,
+      row.accuracy, row.grad_norm, row.tokens_per_second, allreduce, eta);
 }
 
 // Why the run stops now ("" to go on), the same on every process: a process stops when any
@@ -58,14 +58,15 @@ LoopOutcome run_training_loop(TrainingJob& job, AdamW& optimizer, TrainingState 
   UpdateStep step(job, optimizer, recipe, schedule, overlap_allreduce);
   IntervalMeter meter(state.interval);
   if (World::distributed())
-    spdlog::info("data parallel: {}, each with train.batch_size = {} and train.accumulation = {}: {} sequences per "
-                 "update; gradients of {:.1f} MB summed over the processes per update, {}",
-                 World::description(), recipe.train.batch_size, recipe.train.accumulation,
-                 static_cast<int64_t>(World::size()) * recipe.train.batch_size * recipe.train.accumulation,
-                 job.params().grads().layout().bytes() / 1e6,
-                 overlap_allreduce ? fmt::format("during the backward pass in {} buckets (--overlap-allreduce)",
-                                                 step.gradient_buckets())
-                                   : std::string("after the backward pass (--overlap-allreduce)"));
+    spdlog::info(
+        "data parallel: {}, each with train.batch_size = {} and train.accumulation = {}: {} sequences per "
+        "update; gradients of {:.1f} MB summed over the processes per update, {}",
+        World::description(), recipe.train.batch_size, recipe.train.accumulation,
+        static_cast<int64_t>(World::size()) * recipe.train.batch_size * recipe.train.accumulation,
+        job.params().grads().layout().bytes() / 1e6,
+        overlap_allreduce
+            ? fmt::format("during the backward pass in {} buckets (--overlap-allreduce)", step.gradient_buckets())
+            : std::string("after the backward pass (--overlap-allreduce)"));
   const RunClock clock(state.elapsed_seconds);
   // Rank 0 alone writes checkpoints (the processes hold the same weights and state).
   auto save = [&] {
@@ -80,9 +81,10 @@ LoopOutcome run_training_loop(TrainingJob& job, AdamW& optimizer, TrainingState 
     try {
       save();
     } catch (const Error& e) {
-      spdlog::error("checkpoint at update {} not written ({}); training goes on (checkpoint.on_write_error = "
-                    "\"skip\"), the next one is tried as scheduled",
-                    state.update, e.what());
+      spdlog::error(
+          "checkpoint at update {} not written ({}); training goes on (checkpoint.on_write_error = "
+          "\"skip\"), the next one is tried as scheduled",
+          state.update, e.what());
     }
   };
 

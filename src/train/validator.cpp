@@ -24,8 +24,7 @@ bool Validator::run(TrainingState& state, double elapsed_seconds) {
   }
   MetricsRow row = last_.scores;
   const MetricsRow counters = metrics_row("valid", state, job_.data_state(state.update + 1).epoch,
-                                          schedule_.learning_rate(std::max<int64_t>(state.update, 1)),
-                                          elapsed_seconds);
+                                          schedule_.learning_rate(std::max<int64_t>(state.update, 1)), elapsed_seconds);
   row.kind = counters.kind;
   row.update = counters.update;
   row.tokens = counters.tokens;

@@ -27,9 +27,16 @@ using namespace linformer;
 namespace {
 
 ModelSpec tiny_spec() {
-  return nlohmann::json{{"layers", 1},          {"d_model", 8},         {"heads", 2},       {"ffn_dim", 16},
-                        {"seq_len", 8},         {"vocab_size", 16},     {"attention", "linformer"},
-                        {"k_per_layer", {4}},   {"sharing", "headwise"}, {"projection", "linear"}}
+  return nlohmann::json{{"layers", 1},
+                        {"d_model", 8},
+                        {"heads", 2},
+                        {"ffn_dim", 16},
+                        {"seq_len", 8},
+                        {"vocab_size", 16},
+                        {"attention", "linformer"},
+                        {"k_per_layer", {4}},
+                        {"sharing", "headwise"},
+                        {"projection", "linear"}}
       .get<ModelSpec>();
 }
 

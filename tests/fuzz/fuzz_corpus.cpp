@@ -53,8 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     stats = reader.stats();
     FUZZ_ASSERT(stats.documents == documents && stats.sentences == sentences && stats.text_bytes == bytes,
-                "statistics {} documents, {} sentences, {} bytes; read {}, {}, {}", stats.documents,
-                stats.sentences, stats.text_bytes, documents, sentences, bytes);
+                "statistics {} documents, {} sentences, {} bytes; read {}, {}, {}", stats.documents, stats.sentences,
+                stats.text_bytes, documents, sentences, bytes);
   });
   return 0;
 }

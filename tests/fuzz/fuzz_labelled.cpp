@@ -63,7 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const data::LabelledFileOptions options{"text", "label", max_len};
   fuzz::accepts([&] {
     if (mode < 2) {
-      const std::vector<std::string> known = mode == 1 ? std::vector<std::string>{"a", "b", "0"} : std::vector<std::string>{};
+      const std::vector<std::string> known =
+          mode == 1 ? std::vector<std::string>{"a", "b", "0"} : std::vector<std::string>{};
       check_set(data::read_labelled_file(path, tokenizer(), options, known), max_len, mode == 0);
     } else {
       std::vector<std::string> sources;

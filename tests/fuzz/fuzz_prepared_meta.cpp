@@ -36,9 +36,10 @@ struct Prepared {
       shard.add_document({1, 7, 8, 9, 2});
       shard.finish();
     }
-    const nlohmann::json meta = {{"format", "linformer-prepared"},
-                                 {"version", data::kPreparedVersion},
-                                 {"tokenizer", {{"file", "spm.model"}, {"hash", fmt::format("{:016x}", tokenizer.hash())}}}};
+    const nlohmann::json meta = {
+        {"format", "linformer-prepared"},
+        {"version", data::kPreparedVersion},
+        {"tokenizer", {{"file", "spm.model"}, {"hash", fmt::format("{:016x}", tokenizer.hash())}}}};
     if (const char* to = std::getenv("LINFORMER_FUZZ_EXPORT"))
       fuzz::write_bytes((std::filesystem::path(to) / "meta.json").string(), meta.dump(2) + "\n");
   }

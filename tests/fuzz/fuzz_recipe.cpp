@@ -10,7 +10,6 @@
 #include "linformer/config/recipe_loader.h"
 #include "linformer/core/fs.h"
 
-
 #include <string>
 #include <string_view>
 #include <vector>

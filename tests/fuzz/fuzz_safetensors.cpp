@@ -22,8 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const safetensors::File file = safetensors::File::read(path);
     for (const std::string& name : file.names()) {
       const safetensors::TensorInfo& info = file.info(name);
-      FUZZ_ASSERT(info.begin <= info.end && info.end <= size, "tensor '{}' is bytes [{}, {}) of a {}-byte file",
-                  name, info.begin, info.end, size);
+      FUZZ_ASSERT(info.begin <= info.end && info.end <= size, "tensor '{}' is bytes [{}, {}) of a {}-byte file", name,
+                  info.begin, info.end, size);
       const std::vector<double> values = file.as_doubles(name);
       FUZZ_ASSERT(values.size() * safetensors::dtype_size(info.dtype) == info.end - info.begin,
                   "tensor '{}': {} values in {} bytes", name, values.size(), info.end - info.begin);

@@ -20,8 +20,8 @@ void read_everything(const data::Shard& shard, size_t file_bytes) {
   const uint64_t T = shard.token_count();
   FUZZ_ASSERT(T <= file_bytes / shard.token_bytes(), "{} tokens of {} bytes in a file of {} bytes", T,
               shard.token_bytes(), file_bytes);
-  FUZZ_ASSERT(shard.document_count() <= file_bytes / 8, "{} documents in a file of {} bytes",
-              shard.document_count(), file_bytes);
+  FUZZ_ASSERT(shard.document_count() <= file_bytes / 8, "{} documents in a file of {} bytes", shard.document_count(),
+              file_bytes);
   std::vector<int32_t> tokens;
   uint64_t previous_end = 0;
   for (uint64_t d = 0; d < shard.document_count(); ++d) {

@@ -98,11 +98,11 @@ bool accepts(Body&& body) {
 }  // namespace linformer::fuzz
 
 // An invariant of accepted input: aborts (a finding) with the message when it does not hold.
-#define FUZZ_ASSERT(cond, ...)                                                                   \
-  do {                                                                                           \
-    if (!(cond)) {                                                                               \
+#define FUZZ_ASSERT(cond, ...)                                                                    \
+  do {                                                                                            \
+    if (!(cond)) {                                                                                \
       std::fprintf(stderr, "fuzz: %s:%d: invariant '%s' broken: %s\n", __FILE__, __LINE__, #cond, \
-                   ::fmt::format(__VA_ARGS__).c_str());                                          \
-      std::abort();                                                                              \
-    }                                                                                            \
+                   ::fmt::format(__VA_ARGS__).c_str());                                           \
+      std::abort();                                                                               \
+    }                                                                                             \
   } while (0)

@@ -24,10 +24,10 @@ namespace linformer {
 struct AttentionBenchOptions {
   std::vector<int64_t> lengths{512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};  // n
   std::vector<int64_t> ks{128, 256, 512, 1024, 2048};                              // only k < n is run
-  size_t memory_budget_bytes = size_t{16} << 30;  // the paper's 16 GB V100
-  double time_limit_s = 60;    // per cell, for its timed passes
+  size_t memory_budget_bytes = size_t{16} << 30;                                   // the paper's 16 GB V100
+  double time_limit_s = 60;                                                        // per cell, for its timed passes
   int64_t max_timed_batch = 16;
-  int repeats = 3;             // timed passes after one warm-up pass
+  int repeats = 3;  // timed passes after one warm-up pass
 };
 
 enum class CellStatus { measured, over_memory_budget, over_time_limit };
@@ -41,8 +41,8 @@ struct AttentionCell {
   size_t fixed_bytes = 0;         // parameters (+ their gradient arena) and per-batch buffers
   int64_t max_batch = 0;          // largest batch within the budget (0: not even one sequence)
   int64_t timed_batch = 0;
-  int passes = 0;                 // timed passes
-  double seconds_per_sequence = 0;  // median pass / timed_batch (measured cells)
+  int passes = 0;                             // timed passes
+  double seconds_per_sequence = 0;            // median pass / timed_batch (measured cells)
   double estimated_seconds_per_sequence = 0;  // the estimate the time limit was checked against
   double gflops_per_s = 0;
 };

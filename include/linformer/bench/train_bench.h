@@ -28,14 +28,14 @@ struct StageTime {
 
 struct KernelTime {
   std::string name;
-  double ms = 0;        // mean per step
-  double calls = 0;     // mean per step
-  double gflops = 0;    // matmul only: its FLOPs / its time
+  double ms = 0;      // mean per step
+  double calls = 0;   // mean per step
+  double gflops = 0;  // matmul only: its FLOPs / its time
 };
 
 struct TrainBenchResult {
   int64_t batch = 0, seq_len = 0, masked = 0, threads = 0, steps = 0;
-  int64_t last_block_rows = 0;  // rows per sequence the last block computed (MlmModel::last_block_rows)
+  int64_t last_block_rows = 0;                // rows per sequence the last block computed (MlmModel::last_block_rows)
   std::string thread_placement;               // openmp_thread_placement()
   double median_s = 0, min_s = 0, max_s = 0;  // forward + backward + optimizer
   double optimizer_ms = 0;                    // mean AdamW step
@@ -43,20 +43,20 @@ struct TrainBenchResult {
   std::vector<StageTime> stages;              // forward and backward per model stage
   std::vector<KernelTime> kernels;            // per kernel family (kernels/kernel_timing.h), optimizer excluded
   std::map<std::string, size_t> matmul_implementations;  // oneDNN kernel name -> primitives of the step
-  double tokens_per_s = 0;     // B·T / median
-  double shared_tokens_per_s = 0;  // the same beside one CPU-bound process (0: not measured)
-  double gflops_per_s = 0;     // 3 × forward FLOPs / median
-  double forward_gflop = 0;    // per step
-  double every_row_forward_gflop = 0;  // per step, had the last block computed every row
-  double flops_per_token = 0;  // 3 × forward FLOPs / (B·T)
-  double peak_gflops = 0;      // the peak under the run's precision (the fraction's denominator)
+  double tokens_per_s = 0;                               // B·T / median
+  double shared_tokens_per_s = 0;                        // the same beside one CPU-bound process (0: not measured)
+  double gflops_per_s = 0;                               // 3 × forward FLOPs / median
+  double forward_gflop = 0;                              // per step
+  double every_row_forward_gflop = 0;                    // per step, had the last block computed every row
+  double flops_per_token = 0;                            // 3 × forward FLOPs / (B·T)
+  double peak_gflops = 0;  // the peak under the run's precision (the fraction's denominator)
   // The step with every matmul at peak_gflops and the rest as timed (stages + optimizer, matmul
   // kernel time replaced): what faster matmuls alone could give.
   double ceiling_step_ms = 0, ceiling_tokens_per_s = 0;
-  double fp32_peak_gflops = 0; // measure_matmul_peak_gflops() in fp32
-  double bf16_peak_gflops = 0; // and with bf16 operands; 0 where the CPU has no avx512_bf16
-  bool bf16 = false;           // bf16 matmuls in effect
-  std::string precision_note;  // select_matmul_precision()
+  double fp32_peak_gflops = 0;  // measure_matmul_peak_gflops() in fp32
+  double bf16_peak_gflops = 0;  // and with bf16 operands; 0 where the CPU has no avx512_bf16
+  bool bf16 = false;            // bf16 matmuls in effect
+  std::string precision_note;   // select_matmul_precision()
   size_t parameter_bytes = 0, activation_bytes = 0;
   long peak_rss_kb = 0;
 };

@@ -22,8 +22,8 @@ using std::string_view_literals::operator""sv;
 enum class CorpusFormat { automatic, text, jsonl, wikiextractor };
 constexpr auto enum_names(CorpusFormat) {
   using E = CorpusFormat;
-  return std::array{std::pair{E::automatic, "auto"sv}, std::pair{E::text, "text"sv},
-                    std::pair{E::jsonl, "jsonl"sv}, std::pair{E::wikiextractor, "wikiextractor"sv}};
+  return std::array{std::pair{E::automatic, "auto"sv}, std::pair{E::text, "text"sv}, std::pair{E::jsonl, "jsonl"sv},
+                    std::pair{E::wikiextractor, "wikiextractor"sv}};
 }
 
 enum class TokenizerKind { unigram, bpe };
@@ -56,15 +56,15 @@ constexpr auto enum_names(AttentionKind) {
 enum class Sharing { none, headwise, kv, layerwise };
 constexpr auto enum_names(Sharing) {
   using E = Sharing;
-  return std::array{std::pair{E::none, "none"sv}, std::pair{E::headwise, "headwise"sv},
-                    std::pair{E::kv, "kv"sv}, std::pair{E::layerwise, "layerwise"sv}};
+  return std::array{std::pair{E::none, "none"sv}, std::pair{E::headwise, "headwise"sv}, std::pair{E::kv, "kv"sv},
+                    std::pair{E::layerwise, "layerwise"sv}};
 }
 
 enum class ProjectionKind { linear, mean, max, conv };
 constexpr auto enum_names(ProjectionKind) {
   using E = ProjectionKind;
-  return std::array{std::pair{E::linear, "linear"sv}, std::pair{E::mean, "mean"sv},
-                    std::pair{E::max, "max"sv}, std::pair{E::conv, "conv"sv}};
+  return std::array{std::pair{E::linear, "linear"sv}, std::pair{E::mean, "mean"sv}, std::pair{E::max, "max"sv},
+                    std::pair{E::conv, "conv"sv}};
 }
 
 // learned: a trained (n, C) table; sinusoidal: Vaswani et al.'s fixed sines and cosines.
@@ -79,8 +79,8 @@ constexpr auto enum_names(PositionKind) {
 enum class ProjectionInit { normal, paper, xavier, local };
 constexpr auto enum_names(ProjectionInit) {
   using E = ProjectionInit;
-  return std::array{std::pair{E::normal, "normal"sv}, std::pair{E::paper, "paper"sv},
-                    std::pair{E::xavier, "xavier"sv}, std::pair{E::local, "local"sv}};
+  return std::array{std::pair{E::normal, "normal"sv}, std::pair{E::paper, "paper"sv}, std::pair{E::xavier, "xavier"sv},
+                    std::pair{E::local, "local"sv}};
 }
 
 enum class LrSchedule { polynomial, linear, cosine, inverse_sqrt, constant };
@@ -138,8 +138,7 @@ struct DataConfig {
     v("json_text_field", json_text_field, "text", "JSON lines: the field that holds the document text.",
       non_empty<std::string>());
     v("prepared_dir", prepared_dir, "data/prepared/brown",
-      "Where `linformer prepare` writes the tokenizer, the token shards and the splits.",
-      non_empty<std::string>());
+      "Where `linformer prepare` writes the tokenizer, the token shards and the splits.", non_empty<std::string>());
     v("tokenizer", tokenizer, TokenizerKind::unigram, "SentencePiece model type to train.");
     v("tokenizer_model", tokenizer_model, "",
       "A pre-trained SentencePiece .model file to use instead of training one (empty: train).");
@@ -157,13 +156,11 @@ struct DataConfig {
       "tokenizer_max_sentences before this key existed gets this bound too: raise both to sample more. At least "
       "64 KiB, the longest sentence.",
       at_least(int64_t{64} << 10));
-    v("seq_len", seq_len, 512, "n: tokens per block, <s> included; the model's maximum positions.",
-      at_least(2));
+    v("seq_len", seq_len, 512, "n: tokens per block, <s> included; the model's maximum positions.", at_least(2));
     v("break_mode", break_mode, BreakMode::complete,
       "How blocks are cut: none (fixed windows), complete (whole sentences), complete_doc (whole "
       "sentences, never across documents), eos (one sentence per block).");
-    v("valid_fraction", valid_fraction, 0.05, "Fraction of documents held out for validation.",
-      in_range(0.0, 0.5));
+    v("valid_fraction", valid_fraction, 0.05, "Fraction of documents held out for validation.", in_range(0.0, 0.5));
     v("test_fraction", test_fraction, 0.05, "Fraction of documents held out for testing.", in_range(0.0, 0.5));
     v("seed", seed, int64_t{-1},
       "Seed of the prepared data (the tokenizer's sentence sample, the split) and of the fixed masks and word "
@@ -203,29 +200,25 @@ struct ModelConfig {
     v("ffn_dim", ffn_dim, 1024, "Inner size of the feed-forward layer.", at_least(1));
     v("dropout", dropout, 0.1, "Dropout on embeddings, attention output and feed-forward output.",
       in_half_open(0.0, 1.0));
-    v("attention_dropout", attention_dropout, 0.1, "Dropout on attention probabilities.",
-      in_half_open(0.0, 1.0));
-    v("activation_dropout", activation_dropout, 0.0, "Dropout after the feed-forward GELU.",
-      in_half_open(0.0, 1.0));
+    v("attention_dropout", attention_dropout, 0.1, "Dropout on attention probabilities.", in_half_open(0.0, 1.0));
+    v("activation_dropout", activation_dropout, 0.0, "Dropout after the feed-forward GELU.", in_half_open(0.0, 1.0));
     v("norm", norm, NormPlacement::post, "LayerNorm placement: post (RoBERTa) or pre.");
     v("layer_norm_eps", layer_norm_eps, 1e-5, "LayerNorm epsilon.", greater_than(0.0));
-    v("init_std", init_std, 0.02, "Standard deviation of the N(0, σ) weight initialisation.",
-      greater_than(0.0));
+    v("init_std", init_std, 0.02, "Standard deviation of the N(0, σ) weight initialisation.", greater_than(0.0));
     v("positions", positions, PositionKind::learned,
       "Position embeddings: learned (RoBERTa) or sinusoidal (fixed sin/cos of Vaswani et al., scaled to "
       "the RMS init_std a learned table starts with; not trained).");
     v("attention", attention, AttentionKind::linformer,
       "Self-attention: full (softmax over all n keys, the Transformer baseline) or linformer.");
     v("k", k, 128, "Linformer: projected length of keys and values.", at_least(1));
-    v("k_per_layer", k_per_layer, {},
-      "Linformer: one k per layer (nonuniform k); empty: model.k everywhere.", each_at_least(1));
+    v("k_per_layer", k_per_layer, {}, "Linformer: one k per layer (nonuniform k); empty: model.k everywhere.",
+      each_at_least(1));
     v("sharing", sharing, Sharing::headwise,
       "Linformer projection sharing: none (per head), headwise (per layer), kv (E = F per layer), "
       "layerwise (one E = F for the whole model).");
     v("projection", projection, ProjectionKind::linear,
       "Linformer projection: linear (learned k×n), mean or max pooling, conv (kernel = stride = n/k).");
-    v("freeze_projection", freeze_projection, false,
-      "Linformer: keep learned projections at their initial values.");
+    v("freeze_projection", freeze_projection, false, "Linformer: keep learned projections at their initial values.");
     v("projection_init", projection_init, ProjectionInit::normal,
       "Linformer projection init: normal (N(0, init_std), fairseq's effective init), paper (N(0, 1/k)), "
       "xavier (uniform) or local (row j the mean of positions [jn/k, (j+1)n/k): mean pooling, the identity at k = n).");
@@ -240,8 +233,7 @@ struct MaskingConfig {
 
   template <class V>
   void visit(V& v) {
-    v("probability", probability, 0.15, "Fraction of positions selected for prediction.",
-      in_range(0.0, 1.0));
+    v("probability", probability, 0.15, "Fraction of positions selected for prediction.", in_range(0.0, 1.0));
     v("mask_fraction", mask_fraction, 0.8, "Of the selected positions: fraction replaced by <mask>.",
       in_range(0.0, 1.0));
     v("random_fraction", random_fraction, 0.1,
@@ -271,17 +263,13 @@ struct OptimConfig {
     v("adam_beta2", adam_beta2, 0.98, "AdamW β2.", in_half_open(0.0, 1.0));
     v("adam_eps", adam_eps, 1e-6, "AdamW ε.", greater_than(0.0));
     v("weight_decay", weight_decay, 0.01, "Decoupled weight decay.", at_least(0.0));
-    v("decay_bias_and_norm", decay_bias_and_norm, false,
-      "Also apply weight decay to biases and LayerNorm weights.");
-    v("clip_norm", clip_norm, 1.0, "Clip the global gradient norm to this value (0: no clipping).",
-      at_least(0.0));
+    v("decay_bias_and_norm", decay_bias_and_norm, false, "Also apply weight decay to biases and LayerNorm weights.");
+    v("clip_norm", clip_norm, 1.0, "Clip the global gradient norm to this value (0: no clipping).", at_least(0.0));
     v("schedule", schedule, LrSchedule::polynomial,
       "Learning-rate decay after warmup: polynomial (fairseq's default), linear, cosine, inverse_sqrt or "
       "constant.");
-    v("warmup_updates", warmup_updates, 1000, "Linear warmup from 0 to optim.lr over this many updates.",
-      at_least(0));
-    v("end_lr", end_lr, 0.0, "Learning rate at train.max_updates (polynomial, linear, cosine).",
-      at_least(0.0));
+    v("warmup_updates", warmup_updates, 1000, "Linear warmup from 0 to optim.lr over this many updates.", at_least(0));
+    v("end_lr", end_lr, 0.0, "Learning rate at train.max_updates (polynomial, linear, cosine).", at_least(0.0));
     v("power", power, 1.0, "Exponent of the polynomial decay.", greater_than(0.0));
   }
 };
@@ -318,8 +306,10 @@ struct TrainConfig {
       "tokens as later ones; then blocks of data.seq_len from the start of their order. Validation always uses "
       "data.seq_len. 0: off.",
       at_least(0));
-    v("short_seq_updates", short_seq_updates, 0, "Sequence-length warm-up: updates trained on blocks of "
-      "train.short_seq_len tokens.", at_least(0));
+    v("short_seq_updates", short_seq_updates, 0,
+      "Sequence-length warm-up: updates trained on blocks of "
+      "train.short_seq_len tokens.",
+      at_least(0));
     v("precision", precision, Precision::fp32,
       "fp32, or bf16 mixed precision: every matmul takes bf16 operands and accumulates in f32; fp32 master "
       "weights, optimizer, LayerNorm, softmax and loss. Needs avx512_bf16; without it the run warns and stays fp32.");
@@ -341,10 +331,9 @@ struct ValidationConfig {
       "Also validate at the end of every this many passes over the training data (0: never at epoch ends); "
       "fine-tuning recipes validate after every epoch.",
       at_least(0));
-    v("max_batches", max_batches, 0, "Validate on at most this many batches (0: the whole split).",
+    v("max_batches", max_batches, 0, "Validate on at most this many batches (0: the whole split).", at_least(0));
+    v("patience", patience, 0, "Early stopping: stop after this many validations without improvement (0: never).",
       at_least(0));
-    v("patience", patience, 0,
-      "Early stopping: stop after this many validations without improvement (0: never).", at_least(0));
     v("mask_probability", mask_probability, 0.0,
       "Fraction of positions masked for validation and eval (0: masking.probability). Set it to compare runs "
       "trained with different masking rates on the same task.",
@@ -366,8 +355,7 @@ struct CheckpointConfig {
 
   template <class V>
   void visit(V& v) {
-    v("every", every, 1000, "Write a checkpoint every this many updates (0: only at the end).",
-      at_least(0));
+    v("every", every, 1000, "Write a checkpoint every this many updates (0: only at the end).", at_least(0));
     v("every_epochs", every_epochs, 0,
       "Also write a checkpoint at the end of every this many passes over the training data (0: never at epoch ends).",
       at_least(0));
@@ -386,8 +374,7 @@ struct LoggingConfig {
 
   template <class V>
   void visit(V& v) {
-    v("every", every, 10, "Write a training log line and a metrics row every this many updates.",
-      at_least(1));
+    v("every", every, 10, "Write a training log line and a metrics row every this many updates.", at_least(1));
   }
 };
 
@@ -413,18 +400,19 @@ struct FinetuneConfig {
       "data.vocab_size and tokenizer replace the recipe's (the model's dropout rates stay the recipe's). \"none\": "
       "a randomly initialised encoder as the recipe's [model] says, with the tokenizer of data.prepared_dir. "
       "`finetune --checkpoint` overrides it.");
-    v("train", train, "", "Labelled training documents: JSON lines (or .gz), a text and a label field per line; or a folder with "
+    v("train", train, "",
+      "Labelled training documents: JSON lines (or .gz), a text and a label field per line; or a folder with "
       "a subfolder per label, each file a document.");
     v("valid", valid, "", "Labelled validation documents, evaluated after every epoch.");
-    v("test", test, "", "Labelled test documents, evaluated once at the end with the best epoch's weights (empty: none).");
+    v("test", test, "",
+      "Labelled test documents, evaluated once at the end with the best epoch's weights (empty: none).");
     v("text_field", text_field, "text", "The JSON field that holds a document's text.", non_empty<std::string>());
     v("label_field", label_field, "label", "The JSON field that holds its label (a string or an integer).",
       non_empty<std::string>());
     v("labels", labels, {},
       "Label names in id order (empty: the training file's labels, sorted; the run's recipe.toml records them).");
     v("freeze_encoder", freeze_encoder, false, "Train only the classification head; the encoder stays as loaded.");
-    v("classifier_dropout", classifier_dropout, 0.1, "Dropout before the head's output layer.",
-      in_half_open(0.0, 1.0));
+    v("classifier_dropout", classifier_dropout, 0.1, "Dropout before the head's output layer.", in_half_open(0.0, 1.0));
   }
 };
 

@@ -33,7 +33,7 @@ struct OptionInfo {
   std::string type;           // "integer", "one of: full, linformer", …
   std::string default_value;  // as TOML
   std::string help;
-  std::string rule;           // "≥ 1", or empty
+  std::string rule;  // "≥ 1", or empty
   bool is_section = false;
 };
 std::vector<OptionInfo> recipe_options();

@@ -53,8 +53,10 @@ struct JsonWriter {
   nlohmann::json* out;
   template <class T>
   void operator()(const char* key, T& field, const nondeduced_t<T>&, const char*, const Rule<T>& = {}) {
-    if constexpr (std::is_enum_v<T>) (*out)[key] = std::string(enum_name(field));
-    else (*out)[key] = field;
+    if constexpr (std::is_enum_v<T>)
+      (*out)[key] = std::string(enum_name(field));
+    else
+      (*out)[key] = field;
   }
 };
 

@@ -20,8 +20,7 @@ class Error : public std::runtime_error {
 };
 
 namespace detail {
-[[noreturn]] void throw_check_failure(const char* condition, const char* file, int line,
-                                      const std::string& message);
+[[noreturn]] void throw_check_failure(const char* condition, const char* file, int line, const std::string& message);
 }  // namespace detail
 
 // Runs `body`; if it throws linformer::Error, rethrows with "context: " prepended.
@@ -38,11 +37,10 @@ decltype(auto) with_context(const std::string& context, Body&& body) {
 }  // namespace linformer
 
 // LF_CHECK(cond, "format {}", args...): throws linformer::Error if cond is false.
-#define LF_CHECK(cond, ...)                                                            \
-  do {                                                                                 \
-    if (!(cond)) [[unlikely]]                                                          \
-      ::linformer::detail::throw_check_failure(#cond, __FILE__, __LINE__,              \
-                                               ::fmt::format(__VA_ARGS__));            \
+#define LF_CHECK(cond, ...)                                                                            \
+  do {                                                                                                 \
+    if (!(cond)) [[unlikely]]                                                                          \
+      ::linformer::detail::throw_check_failure(#cond, __FILE__, __LINE__, ::fmt::format(__VA_ARGS__)); \
   } while (0)
 
 // LF_FAIL("format {}", args...): throws linformer::Error unconditionally (user-facing errors).

@@ -50,8 +50,7 @@ class TensorView {
   TensorView(T* data, Shape shape) : data_(data), shape_(shape), strides_(shape.contiguous_strides()) {}
   // Any strided view (strides in elements, may be 0 for broadcasting).
   TensorView(T* data, Shape shape, Shape strides) : data_(data), shape_(shape), strides_(strides) {
-    LF_CHECK(shape.rank() == strides.rank(), "shape {} and strides {} differ in rank", shape.str(),
-             strides.str());
+    LF_CHECK(shape.rank() == strides.rank(), "shape {} and strides {} differ in rank", shape.str(), strides.str());
   }
   // A view of T is also a view of const T.
   template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
@@ -82,13 +81,12 @@ class TensorView {
   template <class... I>
   T& at(I... index) const {
     static_assert(sizeof...(I) <= kMaxRank, "too many indices");
-    LF_CHECK(static_cast<int>(sizeof...(I)) == rank(), "{} indices for a rank-{} tensor {}",
-             sizeof...(I), rank(), shape_.str());
+    LF_CHECK(static_cast<int>(sizeof...(I)) == rank(), "{} indices for a rank-{} tensor {}", sizeof...(I), rank(),
+             shape_.str());
     const int64_t idx[] = {static_cast<int64_t>(index)...};
     int64_t offset = 0;
     for (int d = 0; d < rank(); ++d) {
-      LF_CHECK(idx[d] >= 0 && idx[d] < shape_[d], "index {} out of range for axis {} of {}", idx[d], d,
-               shape_.str());
+      LF_CHECK(idx[d] >= 0 && idx[d] < shape_[d], "index {} out of range for axis {} of {}", idx[d], d, shape_.str());
       offset += idx[d] * strides_[d];
     }
     return data_[offset];
@@ -97,8 +95,8 @@ class TensorView {
   // Elements [begin, end) of axis `dim`; the rank is kept.
   TensorView slice(int dim, int64_t begin, int64_t end) const {
     check_axis(dim);
-    LF_CHECK(0 <= begin && begin <= end && end <= shape_[dim], "slice [{}, {}) of axis {} of {}", begin, end,
-             dim, shape_.str());
+    LF_CHECK(0 <= begin && begin <= end && end <= shape_[dim], "slice [{}, {}) of axis {} of {}", begin, end, dim,
+             shape_.str());
     Shape shape = shape_;
     shape[dim] = end - begin;
     return TensorView(data_ + begin * strides_[dim], shape, strides_);
@@ -123,8 +121,7 @@ class TensorView {
 
   // Same elements, new shape; only for contiguous views.
   TensorView reshape(Shape shape) const {
-    LF_CHECK(is_contiguous(), "reshape of a non-contiguous view {} (strides {})", shape_.str(),
-             strides_.str());
+    LF_CHECK(is_contiguous(), "reshape of a non-contiguous view {} (strides {})", shape_.str(), strides_.str());
     LF_CHECK(shape.numel() == numel(), "cannot reshape {} into {}", shape_.str(), shape.str());
     return TensorView(data_, shape);
   }

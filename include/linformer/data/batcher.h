@@ -30,13 +30,13 @@ struct BatcherState {
 };
 
 struct BatcherOptions {
-  int batch_size = 8;      // B
-  uint64_t seed = 1;       // shuffling (masking has its seed in the Masker)
-  bool shuffle = true;     // false: blocks in shard order (validation)
-  bool fixed_mask = false; // true: the same masks every epoch (validation)
-  bool drop_last = true;   // false: the last batch of an epoch may have fewer than B rows
-  int rank = 0;            // r
-  int world_size = 1;      // R
+  int batch_size = 8;       // B
+  uint64_t seed = 1;        // shuffling (masking has its seed in the Masker)
+  bool shuffle = true;      // false: blocks in shard order (validation)
+  bool fixed_mask = false;  // true: the same masks every epoch (validation)
+  bool drop_last = true;    // false: the last batch of an epoch may have fewer than B rows
+  int rank = 0;             // r
+  int world_size = 1;       // R
 };
 
 // Options for evaluation: blocks in shard order, the same masks every time, every block.

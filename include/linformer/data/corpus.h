@@ -35,12 +35,12 @@ struct Document {
 };
 
 struct CorpusStats {
-  int64_t files = 0;          // files opened so far
+  int64_t files = 0;  // files opened so far
   int64_t documents = 0;
   int64_t sentences = 0;
-  uint64_t text_bytes = 0;    // UTF-8 bytes of the sentences returned
-  int64_t invalid_utf8 = 0;   // invalid sequences replaced by U+FFFD
-  int64_t long_lines_cut = 0; // lines over kMaxSentenceBytes, cut into several sentences
+  uint64_t text_bytes = 0;     // UTF-8 bytes of the sentences returned
+  int64_t invalid_utf8 = 0;    // invalid sequences replaced by U+FFFD
+  int64_t long_lines_cut = 0;  // lines over kMaxSentenceBytes, cut into several sentences
 };
 
 // The longest sentence handed to the tokenizer: encoding holds about 120 bytes per character of

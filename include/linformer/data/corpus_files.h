@@ -12,8 +12,8 @@ namespace linformer::data {
 
 struct CorpusFile {
   std::string path;
-  uint64_t size = 0;           // bytes on disk
-  int64_t mtime_ns = 0;        // last modification, for the prepare cache key
+  uint64_t size = 0;                                              // bytes on disk
+  int64_t mtime_ns = 0;                                           // last modification, for the prepare cache key
   config::CorpusFormat format = config::CorpusFormat::automatic;  // resolved unless `stream`
   // A pipe or device: its bytes can be read only once, so the reader checks it and resolves its
   // format from the stream it reads.

@@ -53,11 +53,11 @@ LabelledSet read_documents_to_classify(const std::vector<std::string>& paths, co
 
 // One batch. Axes: B documents, T = the longest of them (≤ max_len).
 struct LabelledBatch {
-  int64_t rows = 0, seq_len = 0;  // B, T
-  std::vector<int32_t> ids;       // (B, T), <pad> after each row's length
-  std::vector<int32_t> lengths;   // (B)
-  std::vector<int32_t> labels;    // (B)
-  std::vector<int64_t> documents; // (B) index of each row's document in the set
+  int64_t rows = 0, seq_len = 0;   // B, T
+  std::vector<int32_t> ids;        // (B, T), <pad> after each row's length
+  std::vector<int32_t> lengths;    // (B)
+  std::vector<int32_t> labels;     // (B)
+  std::vector<int64_t> documents;  // (B) index of each row's document in the set
 };
 
 class LabelledBatcher {

@@ -27,7 +27,7 @@ struct SplitCounts {
 struct PrepareSummary {
   bool reused = false;  // an up-to-date prepared_dir was found; nothing was redone
   std::string dir;
-  std::string key;      // hash of the data settings and the corpus files' paths, sizes and mtimes
+  std::string key;  // hash of the data settings and the corpus files' paths, sizes and mtimes
   int64_t files = 0, documents = 0, sentences = 0, tokens = 0, unknown_tokens = 0, invalid_utf8 = 0;
   uint64_t file_bytes = 0, text_bytes = 0, output_bytes = 0;
   std::array<SplitCounts, 3> splits{};  // indexed by Split

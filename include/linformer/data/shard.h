@@ -32,8 +32,8 @@ struct ShardHeader {
   uint64_t document_count;  // D
   uint64_t vocab_hash;      // Tokenizer::hash() of the vocabulary the ids belong to
   uint32_t vocab_size;
-  uint32_t checksum;        // crc32, see above
-  uint64_t file_bytes;      // total size: catches truncation before the checksum is computed
+  uint32_t checksum;    // crc32, see above
+  uint64_t file_bytes;  // total size: catches truncation before the checksum is computed
   uint8_t reserved[8];
 };
 static_assert(sizeof(ShardHeader) == 64, "the header is 64 bytes on disk");

@@ -11,10 +11,10 @@
 namespace linformer {
 
 struct ClassificationScores {
-  int64_t labels = 0;                // L
+  int64_t labels = 0;  // L
   int64_t documents = 0, correct = 0;
-  double loss_sum = 0;               // Σ cross-entropy, nats
-  std::vector<int64_t> confusion;    // (L, L): [true label][predicted label]
+  double loss_sum = 0;             // Σ cross-entropy, nats
+  std::vector<int64_t> confusion;  // (L, L): [true label][predicted label]
 
   double loss() const { return documents ? loss_sum / static_cast<double>(documents) : 0.0; }
   double accuracy() const { return documents ? static_cast<double>(correct) / static_cast<double>(documents) : 0.0; }

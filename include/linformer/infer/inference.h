@@ -24,9 +24,9 @@ struct EvalOptions {
 
 struct EvalReport {
   EvalResult result;
-  std::string source;      // what was evaluated
-  std::string checkpoint;  // the checkpoint directory used (a run directory resolves to its newest)
-  bool has_unigram = false;  // result.unigram_perplexity() is the baseline of the checkpoint's training split
+  std::string source;                  // what was evaluated
+  std::string checkpoint;              // the checkpoint directory used (a run directory resolves to its newest)
+  bool has_unigram = false;            // result.unigram_perplexity() is the baseline of the checkpoint's training split
   std::optional<EvalResult> shuffled;  // with --shuffle-words: the same masked targets, words in random order
   std::optional<ContextBreakdown> by_context;  // with --by-context: the ordered evaluation's targets in two groups
 };
@@ -35,7 +35,7 @@ EvalReport run_eval(const EvalOptions& options);
 
 struct FillMaskPrediction {
   int token_id;
-  std::string token;     // the piece, "▁" shown as a leading space
+  std::string token;  // the piece, "▁" shown as a leading space
   double probability;
   std::string sequence;  // the text with this mask filled by the token
 };

@@ -21,8 +21,8 @@ void gelu_forward_bf16_keeping_derivative(float* x_then_derivative, bf16* y, int
 void gelu_backward(const float* dy, const float* derivative, float* dx, int64_t n);
 // The bf16 path: dx (rows, cols) only rounded into dx_bf16 (the previous matmul's operand), its
 // column sums (that matmul's bias gradient) added into column_sums as add_column_sums would add them.
-void gelu_backward_bf16_column_sums(const float* dy, const float* derivative, bf16* dx_bf16, int64_t rows,
-                                    int64_t cols, float* column_sums);
+void gelu_backward_bf16_column_sums(const float* dy, const float* derivative, bf16* dx_bf16, int64_t rows, int64_t cols,
+                                    float* column_sums);
 
 // y = tanh(x), elementwise; y may alias x.
 void tanh_forward(const float* x, float* y, int64_t n);

@@ -26,7 +26,7 @@ inline float fast_exp(float x) {
   p = p * r + 1.0f;
   p = p * r + 1.0f;
   const int32_t bits = (static_cast<int32_t>(k) + 127) << 23;  // 2^k
-  return p * __builtin_bit_cast(float, bits);  // (memcpy here would stop vectorisation)
+  return p * __builtin_bit_cast(float, bits);                  // (memcpy here would stop vectorisation)
 }
 
 // erf(x) given gauss = fast_exp(-x * x), for callers that need that exponential too (GELU's

@@ -25,12 +25,11 @@ void softmax_backward(const float* dp, const float* p, float* ds, int64_t rows, 
 // (the scores', dp's and P's rounding), rounded where bf16: the f32-operand path rounds P likewise.
 void softmax_forward_bf16_scores(const bf16* s, float* p, bf16* p_bf16, int64_t rows, int64_t cols, float scale,
                                  const uint8_t* key_valid = nullptr, int64_t rows_per_mask = 1);
-void softmax_backward_bf16_gradient(const bf16* dp, const bf16* p, bf16* ds, int64_t rows, int64_t cols,
-                                    float scale);
+void softmax_backward_bf16_gradient(const bf16* dp, const bf16* p, bf16* ds, int64_t rows, int64_t cols, float scale);
 // Inference's bf16 path: scores s kept in bf16 become their probabilities in place, computed in
 // f32: equal to to_bf16 of softmax_forward of the scores' f32 values.
-void softmax_forward_bf16_in_place(bf16* s, int64_t rows, int64_t cols, float scale,
-                                   const uint8_t* key_valid = nullptr, int64_t rows_per_mask = 1);
+void softmax_forward_bf16_in_place(bf16* s, int64_t rows, int64_t cols, float scale, const uint8_t* key_valid = nullptr,
+                                   int64_t rows_per_mask = 1);
 // The backward from an f32 dp (with attention dropout, which scales dP after its matmul), ds
 // written only rounded: to_bf16 of what softmax_backward writes.
 void softmax_backward_bf16(const float* dp, const float* p, bf16* ds, int64_t rows, int64_t cols, float scale);

@@ -44,8 +44,8 @@ class AttentionCore {
   // S: the keys' axis (Dim::tokens(n) for full attention, K_l for Linformer). bf16_caches: the
   // parameters keep bf16 copies (the bf16 path's caches are reserved, in inference too).
   // query_rows: this layer can take QueryRows (dropout then maps score rows to the layer's).
-  AttentionCore(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch,
-                Dim S, bool bf16_caches, bool query_rows);
+  AttentionCore(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch, Dim S,
+                bool bf16_caches, bool query_rows);
 
   // The four products take bf16 operands from the variant's bf16 caches.
   bool runs_bf16() const { return bf16_caches_ && matmul_bf16_operands(); }
@@ -78,8 +78,8 @@ class AttentionCore {
     return TensorView<T>(all.data(), Shape{all.size(0), H_, Tq, all.size(3)});
   }
   // P (f32 or bf16) -> P_used -> ctx -> y, after the scores are made.
-  void probabilities_forward(const BatchGeometry& g, const HeadOperands& heads, TensorView<float> y,
-                             const Pass& pass, const QueryRows* rows);
+  void probabilities_forward(const BatchGeometry& g, const HeadOperands& heads, TensorView<float> y, const Pass& pass,
+                             const QueryRows* rows);
   void products_backward_f32(const BatchGeometry& g, const HeadOperands& heads, const HeadGradients& d_heads,
                              TensorView<const float> d_ctx, float scale, const Pass& pass, const QueryRows* rows);
   void products_backward_bf16(const BatchGeometry& g, const HeadOperands& heads, const HeadGradients& d_heads,
@@ -102,11 +102,11 @@ class AttentionCore {
     Buffer<float> ctx;            // (B, T, C): the heads side by side, out_proj's input
     Buffer<bf16> probs_bf16;      // (B, H, T, S): P rounded (bf16 path; inference: the scores, then P)
   } cache_;
-  struct Scratch {  // backward only, shared by all layers
-    Buffer<float> d_ctx;           // (B, T, C)
-    Buffer<float> d_probs;         // (B, H, T, S): dP_used, dP, then d_scores
-    Buffer<bf16> d_ctx_bf16;       // (B, T, C): d_ctx rounded (bf16 path)
-    Buffer<bf16> d_scores_bf16;    // (B, H, T, S): dP, then d_scores, rounded (bf16 path)
+  struct Scratch {               // backward only, shared by all layers
+    Buffer<float> d_ctx;         // (B, T, C)
+    Buffer<float> d_probs;       // (B, H, T, S): dP_used, dP, then d_scores
+    Buffer<bf16> d_ctx_bf16;     // (B, T, C): d_ctx rounded (bf16 path)
+    Buffer<bf16> d_scores_bf16;  // (B, H, T, S): dP, then d_scores, rounded (bf16 path)
   } scratch_;
   std::vector<int32_t> score_rows_;
   // bf16 inference: the scores are written in bf16 into cache_.probs_bf16 and become P there (no f32

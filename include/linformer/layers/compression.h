@@ -7,11 +7,11 @@
 //   conv    P(Y)_j = Σ_r w[r] Y_{js+r}    w (s), or per head w_h (H, s) on head columns
 // Parameter-free for mean and max; E and w are parameters named by Attention::projection_names.
 
+#include "linformer/kernels/matmul.h"
 #include "linformer/layers/pass.h"
 #include "linformer/nn/model_spec.h"
 #include "linformer/nn/parameters.h"
 #include "linformer/nn/workspace.h"
-#include "linformer/kernels/matmul.h"
 
 #include <string>
 
@@ -52,9 +52,9 @@ class Compression {
 
   config::ProjectionKind kind_ = config::ProjectionKind::linear;
   int64_t K_ = 0, n_ = 0, C_ = 0, H_ = 0, D_ = 0;
-  int64_t s_ = 0;          // the window n / K
-  bool per_head_ = false;  // E (H, K, n) or w (H, s): one per head, on its D columns
-  TensorView<float> value_, grad_;   // E (K, n) / (H, K, n), w (s) / (H, s); empty for pooling
+  int64_t s_ = 0;                   // the window n / K
+  bool per_head_ = false;           // E (H, K, n) or w (H, s): one per head, on its D columns
+  TensorView<float> value_, grad_;  // E (K, n) / (H, K, n), w (s) / (H, s); empty for pooling
   bool trainable_ = false;
   TensorView<const bf16> value_bf16_;  // value's bf16 copy, when the parameters keep them
   const Workspace* ws_ = nullptr;

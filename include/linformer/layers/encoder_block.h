@@ -25,8 +25,7 @@ class EncoderBlock {
   // given: the next block's input_bf16(g), where the kernel that makes y writes y's rounding too.
   // rows, when given (selects_queries() only): y only at those rows, (B, rows->Tq, C); no y_bf16.
   void forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y, const uint8_t* key_valid,
-               const Pass& pass, bool x_rounded = false, TensorView<bf16> y_bf16 = {},
-               const QueryRows* rows = nullptr);
+               const Pass& pass, bool x_rounded = false, TensorView<bf16> y_bf16 = {}, const QueryRows* rows = nullptr);
   // Whether this block can compute its output at some rows only (see QueryRows).
   bool selects_queries() const { return attention_->selects_queries(); }
   // The bf16 path of training, post-LN: the attention's input cache, for the kernel that makes this

@@ -41,7 +41,7 @@ class FeedForward {
   // Caches (chunk rows, F): fc1 output (in training then GELU's derivative at it), dropped GELU
   // output (fc2 input); one buffer in inference.
   Buffer<float> pre_, act_;
-  Buffer<float> d_act_;     // shared scratch (rows, F)
+  Buffer<float> d_act_;  // shared scratch (rows, F)
   // The last forward wrote GELU's output in bf16 only, straight into fc2's input cache (bf16
   // path without activation dropout), so backward takes the same fused route.
   bool fused_bf16_ = false;

@@ -18,8 +18,8 @@ class FullAttention final : public Attention {
  private:
   void run_forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y, const uint8_t* key_valid,
                    const Pass& pass, bool x_rounded, const QueryRows* rows) override;
-  void run_backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy,
-                    TensorView<float> dx, const Pass& pass, const QueryRows* rows) override;
+  void run_backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx,
+                    const Pass& pass, const QueryRows* rows) override;
   // Q, K, V into the caches; returns whether they were written only rounded (the bf16 path).
   bool project(const BatchGeometry& g, TensorView<const float> x, bool x_rounded, const QueryRows* rows);
   // The bf16 path: Q, K, V rounded into their bf16 blocks (unless projected rounded).

@@ -22,8 +22,8 @@ class InProjection {
   // the bf16 path's operand caches. Otherwise (compress-first Linformer) only its slices run, and
   // x_rounding_cached says whether the variant keeps x's rounding when the parameters keep bf16
   // copies (then the query rows' rounding is kept too).
-  InProjection(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch,
-               bool whole, bool x_rounding_cached);
+  InProjection(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch, bool whole,
+               bool x_rounding_cached);
 
   Linear linear;  // W_in (3C, C), b_in (3C)
   // Rows [begin·C, end·C) of W_in and of its gradient (the Q, K or V block, or K and V together).

@@ -10,11 +10,13 @@ namespace linformer {
 
 // Whether a matmul should read this bf16 copy of a weight: the matmuls take bf16 operands and
 // the copy is kept (else the f32 weight, rounded by the matmul when the operands are bf16).
-inline bool reads_bf16_copy(const TensorView<const bf16>& copy) { return copy.data() != nullptr && matmul_bf16_operands(); }
+inline bool reads_bf16_copy(const TensorView<const bf16>& copy) {
+  return copy.data() != nullptr && matmul_bf16_operands();
+}
 
 struct Linear {
-  TensorView<float> w, b;    // (out, in), (out)
-  TensorView<float> dw, db;  // same shapes; gradients
+  TensorView<float> w, b;         // (out, in), (out)
+  TensorView<float> dw, db;       // same shapes; gradients
   TensorView<const bf16> w_bf16;  // (out, in): w's bf16 copy, when the parameters keep them
 
   Linear() = default;

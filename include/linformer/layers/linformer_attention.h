@@ -59,8 +59,8 @@ class LinformerCompressFirst final : public LinformerAttention {
  private:
   void run_forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y, const uint8_t* key_valid,
                    const Pass& pass, bool x_rounded, const QueryRows* rows) override;
-  void run_backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy,
-                    TensorView<float> dx, const Pass& pass, const QueryRows* rows) override;
+  void run_backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx,
+                    const Pass& pass, const QueryRows* rows) override;
   // Q = x_q W_Qᵀ + b_Q over the query rows (every row without them), from x's rounding when given
   // (then written rounded); returns Q's f32 view (B, Tq, C).
   TensorView<float> project_queries(const BatchGeometry& g, TensorView<const float> x, TensorView<const bf16> x_bf16,
@@ -84,12 +84,12 @@ class LinformerCompressFirst final : public LinformerAttention {
 
   bool same_compression_;  // P_F is P_E (shared E, or mean pooling): x̃_F is x̃_E
   struct Cache {
-    Buffer<float> q;            // (B, T, C): Q
-    Buffer<float> xc_e, xc_f;   // (B, K, C): x̃_E, x̃_F (xc_f is xc_e when the same)
-    Buffer<bf16> x_bf16;        // (B, T, C): x rounded (bf16 path, linear E; see caches_x_bf16)
+    Buffer<float> q;           // (B, T, C): Q
+    Buffer<float> xc_e, xc_f;  // (B, K, C): x̃_E, x̃_F (xc_f is xc_e when the same)
+    Buffer<bf16> x_bf16;       // (B, T, C): x rounded (bf16 path, linear E; see caches_x_bf16)
   } cache_;
   struct Scratch {
-    Buffer<float> d_q;            // (B, T, C): dQ
+    Buffer<float> d_q;             // (B, T, C): dQ
     Buffer<float> d_xc_e, d_xc_f;  // (B, K, C): dx̃_E, dx̃_F (the same buffer when the same)
   } scratch_;
 };
@@ -103,8 +103,8 @@ class LinformerProjectFirst final : public LinformerAttention {
  private:
   void run_forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y, const uint8_t* key_valid,
                    const Pass& pass, bool x_rounded, const QueryRows* rows) override;
-  void run_backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy,
-                    TensorView<float> dx, const Pass& pass, const QueryRows* rows) override;
+  void run_backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy, TensorView<float> dx,
+                    const Pass& pass, const QueryRows* rows) override;
   // Q (B, Tq, C): the qkv cache's first C columns, or with query rows in_proj's Q-rows cache.
   TensorView<float> queries_f32(const Extents& eq, const QueryRows* rows) const;
 

@@ -36,12 +36,12 @@ class MlmHead {
   const Workspace& ws_;
   Linear dense_;
   LayerNorm ln_;
-  TensorView<float> tokens_, d_tokens_, bias_, d_bias_;  // (V, C), (V)
-  TensorView<const bf16> tokens_bf16_;                    // (V, C), when the parameters keep bf16 copies
+  TensorView<float> tokens_, d_tokens_, bias_, d_bias_;       // (V, C), (V)
+  TensorView<const bf16> tokens_bf16_;                        // (V, C), when the parameters keep bf16 copies
   Buffer<float> z_, pre_, act_, out_, mean_, rstd_, logits_;  // caches: (M, C) ×4, (M) ×2, (M, V)
   // (pre_ holds GELU's derivative at the dense layer's output once forward has run)
-  Buffer<float> d_a_, d_b_;                                   // shared scratch (M, C)
-  Buffer<bf16> d_logits_bf16_;                                // bf16 path: scratch (M, V)
+  Buffer<float> d_a_, d_b_;        // shared scratch (M, C)
+  Buffer<bf16> d_logits_bf16_;     // bf16 path: scratch (M, V)
   bool gradient_in_bf16_ = false;  // forward wrote d_logits_bf16_ and added the output bias's gradient
 };
 

@@ -64,11 +64,11 @@ class Encoder {
   std::unique_ptr<LayerNorm> final_ln_;
   // hidden_[l]: the input of block l (B, T, C); hidden_[L] the last output. Inference: two buffers, alternating.
   std::vector<Buffer<float>> hidden_;
-  std::vector<size_t> block_grads_begin_;  // (L) gradient-arena offset of block l's first tensor
+  std::vector<size_t> block_grads_begin_;          // (L) gradient-arena offset of block l's first tensor
   Buffer<float> final_, final_mean_, final_rstd_;  // pre-LN: (B, T, C), (B, T), (B, T)
-  Buffer<float> d_hidden_a_, d_hidden_b_;         // backward scratch (B, T, C) ×2
-  int64_t key_valid_capacity_ = 0;                      // B·n
-  std::vector<uint8_t> key_valid_;                      // (B, T): 1 at real tokens
+  Buffer<float> d_hidden_a_, d_hidden_b_;          // backward scratch (B, T, C) ×2
+  int64_t key_valid_capacity_ = 0;                 // B·n
+  std::vector<uint8_t> key_valid_;                 // (B, T): 1 at real tokens
   BatchGeometry geometry_;
   const QueryRows* last_rows_ = nullptr;  // the last forward's
   int64_t output_T_ = 0;                  // rows per sequence of the final states: T or Tq

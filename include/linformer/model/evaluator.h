@@ -17,15 +17,13 @@ struct EvalResult {
   int64_t masked = 0;
   int64_t correct = 0;
   int64_t batches = 0;
-  int64_t tokens = 0;  // real tokens read
+  int64_t tokens = 0;           // real tokens read
   double unigram_loss_sum = 0;  // nats of the unigram baseline on the same targets (when one was given)
 
   double loss() const { return masked ? loss_sum / static_cast<double>(masked) : 0.0; }
   double perplexity() const { return std::exp(loss()); }
   double accuracy() const { return masked ? static_cast<double>(correct) / static_cast<double>(masked) : 0.0; }
-  double unigram_perplexity() const {
-    return std::exp(masked ? unigram_loss_sum / static_cast<double>(masked) : 0.0);
-  }
+  double unigram_perplexity() const { return std::exp(masked ? unigram_loss_sum / static_cast<double>(masked) : 0.0); }
 };
 
 // One process's share of an evaluation shared out among `count` processes.

@@ -36,8 +36,7 @@ class MlmModel {
  public:
   // An inference model (WorkspaceUse::inference) has forward() only and keeps one
   // layer's activations at a time.
-  MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked,
-           WorkspaceUse use = WorkspaceUse::training);
+  MlmModel(const ModelSpec& spec, int64_t max_batch, int64_t max_masked, WorkspaceUse use = WorkspaceUse::training);
 
   // The model's parameters, in arena order, as its layers declare them.
   static ParameterTable parameter_table(const ModelSpec& spec);

@@ -17,13 +17,13 @@
 namespace linformer {
 
 enum class Init {
-  normal,        // N(0, init_std)
-  ones,          // LayerNorm weights
-  zeros,         // biases
-  embedding,     // N(0, init_std), <pad> row zero
-  projection,    // Linformer E/F: as spec.projection_init says
-  conv_window,   // conv filters: 1/s (start as mean pooling)
-  sinusoidal,    // (n, C) positions: √2·init_std·sin/cos(t / 10000^(2i/C)), RMS init_std
+  normal,       // N(0, init_std)
+  ones,         // LayerNorm weights
+  zeros,        // biases
+  embedding,    // N(0, init_std), <pad> row zero
+  projection,   // Linformer E/F: as spec.projection_init says
+  conv_window,  // conv filters: 1/s (start as mean pooling)
+  sinusoidal,   // (n, C) positions: √2·init_std·sin/cos(t / 10000^(2i/C)), RMS init_std
 };
 
 struct ParamSpec {

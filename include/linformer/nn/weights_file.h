@@ -24,6 +24,7 @@ void load_weights(const std::string& path, Parameters& params);
 // from a pretrained checkpoint): every tensor of params not starting with `own_prefix` must be
 // in the file with its shape; those that do keep their values. Returns the names of the
 // file's tensors that params does not have (the pretrained model's own head).
-std::vector<std::string> load_shared_weights(const std::string& path, Parameters& params, const std::string& own_prefix);
+std::vector<std::string> load_shared_weights(const std::string& path, Parameters& params,
+                                             const std::string& own_prefix);
 
 }  // namespace linformer

@@ -38,8 +38,8 @@ struct Extents {
 class Dim {
  public:
   Dim() : Dim(0) {}
-  Dim(int64_t size) : kind_(Kind::fixed), size_(size) {}  // NOLINT: a number is a fixed axis
-  static Dim batch(int64_t largest) { return {Kind::batch, largest}; }   // B
+  Dim(int64_t size) : kind_(Kind::fixed), size_(size) {}                  // NOLINT: a number is a fixed axis
+  static Dim batch(int64_t largest) { return {Kind::batch, largest}; }    // B
   static Dim tokens(int64_t largest) { return {Kind::tokens, largest}; }  // T
   static Dim rows(int64_t largest) { return {Kind::rows, largest}; }      // N
 

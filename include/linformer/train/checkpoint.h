@@ -41,8 +41,8 @@ struct IntervalSums {
 // content and the recipe keys that order, cut and batch it. Resuming on other data is refused
 // (--reset-data starts the new data from its beginning instead). Empty in older checkpoints.
 struct DataIdentity {
-  std::string tokenizer_hash;                      // Tokenizer::hash(), hex
-  std::string train_checksum;                      // crc32 of the training shard, hex
+  std::string tokenizer_hash;  // Tokenizer::hash(), hex
+  std::string train_checksum;  // crc32 of the training shard, hex
   uint64_t train_tokens = 0;
   std::vector<std::pair<std::string, std::string>> order_keys;  // {recipe key, value}
   bool known() const { return !tokenizer_hash.empty(); }
@@ -52,10 +52,10 @@ struct DataIdentity {
 // seed and these counters (dropout: micro_step; masking and shuffling: the batcher's epoch and
 // position), so this is also the complete RNG state.
 struct TrainingState {
-  int64_t update = 0;       // optimizer updates done
-  int64_t micro_step = 0;   // micro-batches done (keys the dropout masks)
-  int64_t tokens = 0;       // real training tokens consumed
-  uint64_t epoch = 0;       // batcher: the next batch is (epoch, position)
+  int64_t update = 0;      // optimizer updates done
+  int64_t micro_step = 0;  // micro-batches done (keys the dropout masks)
+  int64_t tokens = 0;      // real training tokens consumed
+  uint64_t epoch = 0;      // batcher: the next batch is (epoch, position)
   uint64_t position = 0;
   double elapsed_seconds = 0;  // training wall time, summed over resumes
   double best_valid_loss = std::numeric_limits<double>::infinity();

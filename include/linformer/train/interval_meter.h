@@ -20,8 +20,7 @@ MetricsRow validation_row(const EvalResult& result, const TrainingState& state, 
 class IntervalMeter {
  public:
   // `resumed`: the sums of the interval a checkpoint interrupted (empty for a fresh run).
-  explicit IntervalMeter(const IntervalSums& resumed = {})
-      : start_(std::chrono::steady_clock::now()), sums_(resumed) {}
+  explicit IntervalMeter(const IntervalSums& resumed = {}) : start_(std::chrono::steady_clock::now()), sums_(resumed) {}
   void add(const UpdateResult& update);
   // The interval so far, for a checkpoint.
   const IntervalSums& sums() const { return sums_; }

@@ -44,7 +44,6 @@ std::vector<std::string> differing_model_keys(const ModelSpec& stored, const Mod
 // The state to continue from: a fresh one, or the plan's checkpoint loaded into params and the
 // optimizer with the plan's resets applied. Refuses a checkpoint whose model differs from
 // `spec` (dropout rates may change), naming the keys.
-TrainingState load_resume_point(const ResumePlan& plan, const ModelSpec& spec, Parameters& params,
-                                AdamW& optimizer);
+TrainingState load_resume_point(const ResumePlan& plan, const ModelSpec& spec, Parameters& params, AdamW& optimizer);
 
 }  // namespace linformer

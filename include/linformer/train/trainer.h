@@ -19,11 +19,11 @@ enum class OverlapAllreduce { automatic, on, off };
 struct TrainOptions {
   std::string recipe_path;
   std::vector<std::string> overrides;
-  std::string run_dir;          // empty: runs/<recipe name>
-  std::string resume;           // empty: fresh run (refused if the run directory has checkpoints); "auto"; a path
-  bool reset_optimizer = false;  // resume: fresh AdamW moments
-  bool reset_schedule = false;   // resume: the learning-rate schedule and update count start again
-  bool reset_data = false;       // resume: the data position starts again at epoch 0
+  std::string run_dir;              // empty: runs/<recipe name>
+  std::string resume;               // empty: fresh run (refused if the run directory has checkpoints); "auto"; a path
+  bool reset_optimizer = false;     // resume: fresh AdamW moments
+  bool reset_schedule = false;      // resume: the learning-rate schedule and update count start again
+  bool reset_data = false;          // resume: the data position starts again at epoch 0
   int peer_timeout_seconds = 1800;  // data parallel: World::set_peer_timeout()
   OverlapAllreduce overlap_allreduce = OverlapAllreduce::automatic;
 };

@@ -25,8 +25,8 @@ struct UpdateResult {
   double loss_sum = 0;  // nats over the update's loss units
   int64_t masked = 0;   // loss units: masked tokens, or documents when fine-tuning
   int64_t correct = 0;
-  int64_t tokens = 0;      // real tokens read
-  double grad_norm = 0;    // before clipping
+  int64_t tokens = 0;    // real tokens read
+  double grad_norm = 0;  // before clipping
   double lr = 0;
   double allreduce_seconds = 0;  // data parallel: wall time the update waited for the gradient sums
 };
