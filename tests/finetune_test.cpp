@@ -3,9 +3,8 @@
 // head reads position 0), from a pretrained checkpoint and from a random encoder; exact resume
 // after SIGTERM; bad input refused with the key or file named.
 
-#include "linformer/finetune/finetuner.h"
+#include "finetune_fixture.h"
 #include "linformer/nn/safetensors.h"
-#include "train_fixture.h"
 
 #include <gmock/gmock.h>
 #include <nlohmann/json.hpp>
@@ -22,64 +21,7 @@ using testing::TempDir;
 
 const std::string kBinary = "'" LINFORMER_BINARY "'";
 
-class Finetune : public testing::TrainFixture {
- protected:
-  static void SetUpTestSuite() {
-    TrainFixture::SetUpTestSuite();
-    // Documents of 1-2 made-up sentences (n is 32 tokens); the label says which of two marker
-    // words the first sentence starts with.
-    const auto sentences = testing::synthetic_sentences(600, 7);
-    Rng rng(3);
-    size_t next = 0;
-    for (const char* split : {"train", "valid", "test"}) {
-      std::string lines;
-      const int documents = std::string(split) == "train" ? 64 : 24;
-      for (int d = 0; d < documents; ++d) {
-        const bool yes = d % 2 == 0;
-        std::string text = std::string(yes ? "trutrutru " : "pelpelpel ") + sentences[next++ % sentences.size()];
-        if (rng.below(2)) text += "\n" + sentences[next++ % sentences.size()];
-        lines += nlohmann::json{{"text", text}, {"label", yes ? "yes" : "no"}}.dump() + "\n";
-      }
-      files_[split] = dir_->write(std::string("labelled/") + split + ".jsonl", lines);
-    }
-    pretrained_ = (dir_->path() / "pretrained").string();
-    train(pretrained_, {"train.max_updates=20"});
-  }
-
-  static std::vector<std::string> settings(std::vector<std::string> more = {}) {
-    std::vector<std::string> s = {"finetune.train=" + files_["train"],
-                                  "finetune.valid=" + files_["valid"],
-                                  "finetune.test=" + files_["test"],
-                                  "train.max_epochs=6",
-                                  "train.max_updates=0",
-                                  "validation.every=0",
-                                  "validation.every_epochs=1",
-                                  "validation.mask_probability=0",
-                                  "checkpoint.every=0",
-                                  "checkpoint.every_epochs=1",
-                                  "optim.lr=0.003",
-                                  "optim.warmup_updates=10",
-                                  "finetune.classifier_dropout=0.1",
-                                  "model.dropout=0.1",
-                                  "logging.every=5"};
-    s.insert(s.end(), more.begin(), more.end());
-    return s;
-  }
-  static std::string pretrained_checkpoint() { return list_checkpoints(pretrained_ + "/checkpoints").back().path; }
-  static FinetuneSummary finetune(const std::string& run_dir, const std::string& checkpoint,
-                                  std::vector<std::string> more = {}, const std::string& resume = "") {
-    FinetuneOptions o;
-    o.recipe_path = recipe_;
-    o.overrides = settings(std::move(more));
-    o.checkpoint = checkpoint;
-    o.run_dir = run_dir;
-    o.resume = resume;
-    return run_finetuning(o);
-  }
-
-  static inline std::map<std::string, std::string> files_;
-  static inline std::string pretrained_;
-};
+using Finetune = testing::FinetuneFixture;
 
 TEST_F(Finetune, FromAPretrainedCheckpointLearnsTheTask) {
   TempDir runs;
@@ -158,12 +100,7 @@ TEST_F(Finetune, SigtermThenTheHintedCommandEqualsAnUninterruptedRun) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_EQ(metric_rows(run), metric_rows(straight));
   EXPECT_EQ(final_weights(run), final_weights(straight));
-  auto results = [](const std::string& dir) {
-    auto j = nlohmann::json::parse(read_file(dir + "/results.json"));
-    j.erase("elapsed_seconds");
-    return j;
-  };
-  EXPECT_EQ(results(run), results(straight));
+  EXPECT_EQ(results_without_time(run), results_without_time(straight));
 }
 
 // lr 0: the validation loss never falls after the first epoch, so patience 1 stops after the
@@ -179,21 +116,6 @@ TEST_F(Finetune, EarlyStopAndResumingAFinishedRunChangeNothing) {
   EXPECT_EQ(metric_rows(run), rows);
   EXPECT_EQ(list_checkpoints(run + "/checkpoints").size(), checkpoints.size());
   EXPECT_THAT(read_file(run + "/train.log"), HasSubstr("already finished at update 32"));
-}
-
-// Rows of one kind (train, valid, test) of a run's metrics.csv, in order.
-std::vector<std::string> rows_of(const std::vector<std::string>& rows, const std::string& kind) {
-  std::vector<std::string> out;
-  for (const auto& r : rows)
-    if (r.rfind(kind + ",", 0) == 0) out.push_back(r);
-  return out;
-}
-
-// The update column of rows.
-std::vector<int> updates_of(const std::vector<std::string>& rows) {
-  std::vector<int> out;
-  for (const auto& r : rows) out.push_back(std::stoi(r.substr(r.find(',') + 1)));
-  return out;
 }
 
 // One training loop for both jobs: every [train], [validation] and [checkpoint] key that
@@ -223,10 +145,10 @@ TEST_F(Finetune, EveryTrainValidationAndCheckpointKeyTakesEffect) {
 
   // Validation and checkpoint cadences, in updates and in epochs.
   const auto [every, every_dir] = run({"train.max_epochs=1", "validation.every=5", "validation.every_epochs=0"});
-  EXPECT_EQ(updates_of(rows_of(metric_rows(every_dir), "valid")), (std::vector<int>{5, 10, 15, 16}))
+  EXPECT_EQ(updates_of(rows_of(metric_rows(every_dir), "valid")), (std::vector<int64_t>{5, 10, 15, 16}))
       << "every 5 updates and at the end";
   const auto [epochs, epochs_dir] = run({"validation.every_epochs=2"});
-  EXPECT_EQ(updates_of(rows_of(metric_rows(epochs_dir), "valid")), (std::vector<int>{32, 64, 96}));
+  EXPECT_EQ(updates_of(rows_of(metric_rows(epochs_dir), "valid")), (std::vector<int64_t>{32, 64, 96}));
   const auto [saved, saved_dir] = run({"train.max_epochs=1", "checkpoint.every=6", "checkpoint.every_epochs=0",
                                        "checkpoint.keep_last=10", "checkpoint.keep_best=false"});
   std::vector<int> checkpoints;
@@ -262,18 +184,13 @@ TEST_F(Finetune, AResumeAfterAKillDuringTestScoringScoresAgain) {
   TempDir runs;
   const std::string run = (runs.path() / "run").string();
   const FinetuneSummary first = finetune(run, "none", {"train.max_epochs=1"});
-  const std::string results = read_file(run + "/results.json");
+  const auto results = results_without_time(run);
   const auto rows = metric_rows(run);
   fs::remove(run + "/results.json");
   const FinetuneSummary again = finetune(run, "none", {"train.max_epochs=1"}, "auto");
   EXPECT_EQ(again.updates, first.updates);
   EXPECT_EQ(again.test_accuracy, first.test_accuracy);
-  auto without_time = [](const std::string& text) {
-    auto j = nlohmann::json::parse(text);
-    j.erase("elapsed_seconds");
-    return j;
-  };
-  EXPECT_EQ(without_time(read_file(run + "/results.json")), without_time(results));
+  EXPECT_EQ(results_without_time(run), results);
   EXPECT_EQ(metric_rows(run), rows) << "the test row is replaced, not added";
 }
 

@@ -63,6 +63,21 @@ class TrainFixture : public ::testing::Test {
     return rows;
   }
 
+  // Rows of one kind (train, valid, test) of metric_rows, in order.
+  static std::vector<std::string> rows_of(const std::vector<std::string>& rows, const std::string& kind) {
+    std::vector<std::string> out;
+    for (const auto& r : rows)
+      if (r.rfind(kind + ",", 0) == 0) out.push_back(r);
+    return out;
+  }
+
+  // The update column of rows.
+  static std::vector<int64_t> updates_of(const std::vector<std::string>& rows) {
+    std::vector<int64_t> out;
+    for (const auto& r : rows) out.push_back(std::stoll(r.substr(r.find(',') + 1)));
+    return out;
+  }
+
   // The final checkpoint of a run of 8 updates validated on the whole valid split.
   static std::string trained_checkpoint(const std::string& run_dir) {
     train(run_dir, {"train.max_updates=8", "validation.max_batches=0"});

@@ -7,6 +7,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 namespace linformer {
@@ -59,6 +60,12 @@ void log_to_file(const std::string& path) {
   logger->set_level(std::min(logger->level(), file_level()));
   logger->sinks().push_back(sink);
   logger->flush_on(spdlog::level::info);
+}
+
+void log_ending_error(const std::string& message, spdlog::level::level_enum level) {
+  spdlog::log(level, "{}", message);
+  if (level < g_console_level)
+    std::fprintf(stderr, "%s: %s\n", level == spdlog::level::critical ? "critical" : "error", message.c_str());
 }
 
 }  // namespace linformer

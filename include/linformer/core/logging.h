@@ -19,4 +19,8 @@ void init_logging(spdlog::level::level_enum level);
 // whatever the console shows (--log-level warn or off still leaves a complete train.log).
 void log_to_file(const std::string& path);
 
+// The error that ends the program: logged at `level` (run logs keep it) and printed to the
+// console whatever its level, so `--log-level off` never hides why the program failed.
+void log_ending_error(const std::string& message, spdlog::level::level_enum level = spdlog::level::err);
+
 }  // namespace linformer
