@@ -6,6 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <sstream>
+
 namespace linformer {
 namespace {
 
@@ -27,6 +30,40 @@ TEST(Cli, EverySubcommandHasHelp) {
     const auto r = run_linformer(std::string(command) + " --help");
     EXPECT_EQ(r.exit_code, 0) << command << ": " << r.output;
     EXPECT_THAT(r.output, HasSubstr("Usage:")) << command;
+  }
+}
+
+// `linformer --help` lists each command on one line; every command's help ends with examples
+// whose options are that command's own and whose recipes exist (issue 49).
+TEST(Cli, EveryCommandsHelpEndsWithExamples) {
+  const auto top = run_linformer("--help");
+  const std::string listing = top.output.substr(top.output.find("Subcommands:"));
+  std::istringstream listed(listing.substr(0, listing.find("\n\n")));
+  int commands = 0;
+  for (std::string line; std::getline(listed, line); commands += line.rfind("  ", 0) == 0)
+    EXPECT_LE(line.size(), 120u) << "a command's description wraps in --help: " << line;
+  EXPECT_EQ(commands, 8) << listing;
+  EXPECT_THAT(top.output, HasSubstr("linformer train --recipe recipes/brown/default.toml"));
+  for (const std::string command : {"prepare", "train", "eval", "fill-mask", "finetune", "classify", "options", "bench",
+                                    "bench train", "bench attention"}) {
+    const std::string help = run_linformer(command + " --help").output;
+    const size_t at = help.find("\nExamples:\n");
+    ASSERT_NE(at, std::string::npos) << command << ": " << help;
+    std::istringstream lines(help.substr(at + 11));
+    int examples = 0;
+    for (std::string line; std::getline(lines, line) && line.rfind("  ", 0) == 0; ++examples) {
+      EXPECT_THAT(line, HasSubstr("linformer " + command)) << command;
+      std::istringstream words(line);
+      for (std::string word; words >> word;) {
+        if (word.rfind("--", 0) == 0) {
+          EXPECT_THAT(help.substr(0, at), HasSubstr(word.substr(0, word.find('=')))) << command << ": " << line;
+        }
+        if (word.rfind("recipes/", 0) == 0) {
+          EXPECT_TRUE(std::filesystem::exists(LINFORMER_SOURCE_DIR "/" + word)) << command << ": " << word;
+        }
+      }
+    }
+    EXPECT_GE(examples, 1) << command;
   }
 }
 
@@ -108,6 +145,19 @@ TEST(Cli, UsageErrorsExitWithTwo) {
   const auto r = run_linformer("--log-level loud options");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("unknown log level 'loud'"));
+}
+
+// The error that ends the program is printed whatever --log-level says (issue 48): `off`
+// once left a failed run without a word.
+TEST(Cli, TheEndingErrorIsPrintedAtEveryLogLevel) {
+  for (const char* level : {"info", "error", "critical", "off"}) {
+    const auto r =
+        run_linformer(std::string("--log-level ") + level + " train --recipe recipes/ci/tiny.toml --set model.heads=0");
+    EXPECT_EQ(r.exit_code, 1) << level << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr("model.heads")) << level;
+    EXPECT_EQ(r.output.find("out of range"), r.output.rfind("out of range")) << level << ": printed twice\n"
+                                                                             << r.output;
+  }
 }
 
 TEST(Cli, InferenceCommandsTakeAPrecision) {

@@ -368,6 +368,49 @@ TEST_F(TrainTest, ResumingAFinishedRunChangesNothing) {
   EXPECT_EQ(train(run, {"train.max_updates=6"}, "auto").updates, 6);
 }
 
+// Pretraining counted in epochs: train.max_epochs stops the run after whole passes over the
+// training split, validation.every_epochs and checkpoint.every_epochs act at each pass's end, and
+// the learning-rate schedule's length is the epochs' updates.
+TEST_F(TrainTest, EpochKeysStopValidateAndCheckpointAtEpochEnds) {
+  TempDir runs;
+  const std::vector<std::string> by_epoch = {"train.max_updates=0",       "validation.every=0",
+                                             "validation.every_epochs=1", "checkpoint.every=0",
+                                             "checkpoint.every_epochs=1", "logging.every=1000"};
+  auto with = [&](const std::vector<std::string>& more) {  // more last: it overrides
+    std::vector<std::string> all = by_epoch;
+    all.insert(all.end(), more.begin(), more.end());
+    return all;
+  };
+  const std::string one = (runs.path() / "one").string();
+  const int64_t epoch = train(one, with({"train.max_epochs=1"})).updates;
+  ASSERT_GT(epoch, 4) << "the fixture's epoch is too short to tell epochs from updates";
+  const std::string three = (runs.path() / "three").string();
+  EXPECT_EQ(train(three, with({"train.max_epochs=3"})).updates, 3 * epoch);
+  EXPECT_EQ(updates_of(rows_of(metric_rows(three), "valid")), (std::vector<int64_t>{epoch, 2 * epoch, 3 * epoch}));
+  std::vector<int64_t> saved;
+  for (const auto& c : list_checkpoints(three + "/checkpoints")) saved.push_back(c.update);
+  EXPECT_EQ(saved, (std::vector<int64_t>{epoch, 2 * epoch, 3 * epoch}));
+  // Each epoch's end closes the logging interval; the rate decays over the three epochs (a
+  // schedule without the epochs' length would hold it, or drop it to 0 after the warm-up).
+  const auto train_rows = rows_of(metric_rows(three), "train");
+  EXPECT_EQ(updates_of(train_rows), (std::vector<int64_t>{epoch, 2 * epoch, 3 * epoch}));
+  std::vector<double> lr;  // the fifth column
+  for (const auto& row : train_rows) {
+    size_t at = 0;
+    for (int i = 0; i < 4; ++i) at = row.find(',', at) + 1;
+    lr.push_back(std::stod(row.substr(at)));
+  }
+  ASSERT_EQ(lr.size(), 3u);
+  EXPECT_GT(lr[0], lr[1]);
+  EXPECT_GT(lr[1], lr[2]);
+  EXPECT_GT(lr[1], 0.0) << "the rate fell to 0 before the last epoch";
+  // Every other epoch, counted on from a resume.
+  const std::string every_two = (runs.path() / "every_two").string();
+  train(every_two, with({"train.max_epochs=2", "validation.every_epochs=2"}));
+  EXPECT_EQ(train(every_two, with({"train.max_epochs=4", "validation.every_epochs=2"}), "auto").updates, 4 * epoch);
+  EXPECT_EQ(updates_of(rows_of(metric_rows(every_two), "valid")), (std::vector<int64_t>{2 * epoch, 4 * epoch}));
+}
+
 TEST_F(TrainTest, ValidationMaskProbabilityKeepsTheValidationTaskFixed) {
   TempDir runs;
   auto valid_of = [&](const std::string& name, std::vector<std::string> overrides) {

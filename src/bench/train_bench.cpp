@@ -129,6 +129,22 @@ void record_peaks_and_ceiling(TrainBenchResult& r, const MatmulPrecision& precis
   r.ceiling_tokens_per_s = tokens / (1e-3 * r.ceiling_step_ms);
 }
 
+// The step's shape, FLOPs and memory (but the peak RSS).
+void record_shape_and_memory(TrainBenchResult& r, const MlmModel& model, int64_t B, int64_t T, int64_t M) {
+  const ModelSpec& spec = model.spec();
+  r.batch = B;
+  r.seq_len = T;
+  r.masked = M;
+  r.threads = omp_get_max_threads();
+  r.thread_placement = openmp_thread_placement();
+  r.last_block_rows = model.last_block_rows();
+  r.every_row_forward_gflop = MlmModel::forward_matmul_flops(spec, B, T, M) * 1e-9;
+  r.forward_gflop = MlmModel::forward_matmul_flops(spec, B, T, M, r.last_block_rows) * 1e-9;
+  r.flops_per_token = 3 * r.forward_gflop * 1e9 / static_cast<double>(B * T);
+  r.parameter_bytes = model.params().values().layout().bytes();
+  r.activation_bytes = model.activation_bytes();
+}
+
 }  // namespace
 
 TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int timed_steps, bool beside_busy_process,
@@ -193,24 +209,14 @@ TrainBenchResult bench_train(const config::Recipe& recipe, int warmup_steps, int
   std::sort(seconds.begin(), seconds.end());
   r.matmul_implementations = matmul_implementations();  // before the peak probe adds its own
   record_step_times(r, model, timed_steps);
-  r.batch = B;
-  r.seq_len = T;
-  r.masked = M;
-  r.threads = omp_get_max_threads();
-  r.thread_placement = openmp_thread_placement();
   r.steps = timed_steps;
   r.median_s = seconds[seconds.size() / 2];
   r.min_s = seconds.front();
   r.max_s = seconds.back();
-  r.last_block_rows = model.last_block_rows();
-  r.every_row_forward_gflop = MlmModel::forward_matmul_flops(spec, B, T, M) * 1e-9;
-  r.forward_gflop = MlmModel::forward_matmul_flops(spec, B, T, M, r.last_block_rows) * 1e-9;
-  r.flops_per_token = 3 * r.forward_gflop * 1e9 / static_cast<double>(B * T);
   r.optimizer_ms = 1e3 * idle_optimizer_seconds / timed_steps;
   r.optim = recipe.optim;
+  record_shape_and_memory(r, model, B, T, M);
   record_peaks_and_ceiling(r, precision);
-  r.parameter_bytes = model.params().values().layout().bytes();
-  r.activation_bytes = model.activation_bytes();
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   r.peak_rss_kb = usage.ru_maxrss;

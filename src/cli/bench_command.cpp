@@ -31,18 +31,12 @@ struct BenchTrainArgs {
   bool every_row = false;
   std::string json;
 };
-}  // namespace
 
-void add_bench_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("bench", "Benchmarks: training-step throughput and attention efficiency.");
-  cmd->require_subcommand(1);
-
+// bench train: the training step's throughput.
+void add_bench_train_command(CLI::App& bench) {
   auto args = std::make_shared<BenchTrainArgs>();
-  CLI::App* train = cmd->add_subcommand(
-      "train",
-      "Time training steps (forward, backward, AdamW) of a recipe's model on synthetic batches (batch size, n "
-      "and masking from the recipe): step time (median, min, max), tokens/s, matmul GFLOP/s against a measured "
-      "matmul peak, time per model stage and per kernel family, memory.");
+  CLI::App* train = bench.add_subcommand(
+      "train", "Time training steps of a recipe's model: tokens/s, GFLOP/s against the measured peak.");
   args->recipe.add_to(*train);
   train->add_option("--warmup", args->warmup, "Untimed steps first")->capture_default_str()->check(at_least(0));
   train->add_option("--steps", args->steps, "Timed steps")->capture_default_str()->check(at_least(1));
@@ -52,6 +46,13 @@ void add_bench_command(CLI::App& app) {
                   "The last block computes every row, not only the masked tokens the loss reads (the same loss and "
                   "gradients, more work): to compare the two");
   train->add_option("--json", args->json, "Also write the result as JSON to this file");
+  add_help_footer(
+      *train,
+      "Time training steps (forward, backward, AdamW) of a recipe's model on synthetic batches (batch size, n "
+      "and masking from the recipe): step time (median, min, max), tokens/s, matmul GFLOP/s against a measured "
+      "matmul peak, time per model stage and per kernel family, memory.",
+      {"linformer bench train --recipe recipes/brown/default.toml --steps 20",
+       "linformer bench train --recipe recipes/brown/default.toml --set train.precision=\"bf16\""});
   train->callback([args] {
     const auto recipe = config::load_recipe(args->recipe.path, args->recipe.overrides);
     const ModelSpec spec = ModelSpec::from_recipe(recipe);
@@ -60,13 +61,13 @@ void add_bench_command(CLI::App& app) {
     std::cout << format_train_bench(r, recipe);
     if (!args->json.empty()) write_file_atomic(args->json, to_json(r, spec) + "\n");
   });
+}
 
+// bench attention: the paper's Table 3.
+void add_bench_attention_command(CLI::App& bench) {
   auto att = std::make_shared<BenchAttentionArgs>();
-  CLI::App* attention = cmd->add_subcommand(
-      "attention",
-      "The paper's Table 3 on this machine: the recipe's encoder with Linformer (layerwise sharing) against full "
-      "attention, inference only, for each n and k < n: time and activation memory per sequence, speed-up and "
-      "memory-saving ratios, the largest batch within the memory budget.");
+  CLI::App* attention = bench.add_subcommand(
+      "attention", "The paper's Table 3 here: Linformer against full attention, time and memory per n and k.");
   att->recipe.add_to(*attention);
   // The model counts positions in 32 bits; lengths beyond the memory budget are reported, not run.
   const long long max_length = std::numeric_limits<int>::max();
@@ -98,6 +99,13 @@ void add_bench_command(CLI::App& app) {
       ->check(at_least(1));
   attention->add_option("--csv", att->csv, "Also write one row per cell to this CSV file");
   add_precision_option(*attention, att->precision);
+  add_help_footer(
+      *attention,
+      "The paper's Table 3 on this machine: the recipe's encoder with Linformer (layerwise sharing) against full "
+      "attention, inference only, for each n and k < n: time and activation memory per sequence, speed-up and "
+      "memory-saving ratios, the largest batch within the memory budget.",
+      {"linformer bench attention --recipe recipes/brown/default.toml --lengths 512 1024 "
+       "--ks 64 128 --csv table3.csv"});
   attention->callback([att] {
     use_precision(att->precision);
     const auto recipe = config::load_recipe(att->recipe.path, att->recipe.overrides);
@@ -114,6 +122,16 @@ void add_bench_command(CLI::App& app) {
     std::cout << format_attention_table(r, att->options);
     if (!att->csv.empty()) write_file_atomic(att->csv, attention_csv(r));
   });
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("bench", "Benchmarks: training-step throughput and attention efficiency.");
+  cmd->require_subcommand(1);
+  add_help_footer(*cmd, "", {"linformer bench train --help", "linformer bench attention --help"});
+  add_bench_train_command(*cmd);
+  add_bench_attention_command(*cmd);
 }
 
 }  // namespace linformer::cli

@@ -28,6 +28,11 @@ CLI::Validator in_range(long long lo, long long hi);
 void add_precision_option(CLI::App& command, std::string& precision);
 void use_precision(const std::string& precision);
 
+// Ends a command's help with what its one-line description leaves out (`details`, may be empty)
+// and example command lines (every option they use is the command's own, and every recipe they
+// name exists: Cli.EveryCommandsHelpEndsWithExamples).
+void add_help_footer(CLI::App& command, const std::string& details, const std::vector<std::string>& examples);
+
 void add_prepare_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);

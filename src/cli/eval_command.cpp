@@ -12,12 +12,78 @@
 
 namespace linformer::cli {
 
+namespace {
+
+// The report as eval prints it: the totals, then the baselines and breakdowns asked for.
+void print_eval_report(const EvalReport& report) {
+  const auto& r = report.result;
+  std::cout << fmt::format(
+      "{}: loss {:.4f} nats, perplexity {:.2f}, accuracy {:.4f} over {} masked tokens ({} batches)\n", report.source,
+      r.loss(), r.perplexity(), r.accuracy(), r.masked, r.batches);
+  if (report.has_unigram)
+    std::cout << fmt::format(
+        "unigram baseline (training-split token frequencies) on the same tokens: perplexity "
+        "{:.2f}; the model's is {:.3f} × that\n",
+        r.unigram_perplexity(), r.perplexity() / r.unigram_perplexity());
+  if (report.shuffled)
+    std::cout << fmt::format(
+        "words shuffled within each sentence: perplexity {:.2f}, accuracy {:.4f}; {:.3f} × the "
+        "ordered text's perplexity\n",
+        report.shuffled->perplexity(), report.shuffled->accuracy(), report.shuffled->perplexity() / r.perplexity());
+  if (report.by_context) {
+    const auto line = [&](const char* what, const EvalResult& g) {
+      std::cout << fmt::format(
+          "  {}: {} masked tokens ({:.1f}%), perplexity {:.2f}, accuracy {:.4f}{}\n", what, g.masked,
+          100.0 * static_cast<double>(g.masked) / static_cast<double>(r.masked), g.perplexity(), g.accuracy(),
+          report.has_unigram ? fmt::format(", unigram baseline {:.2f}", g.unigram_perplexity()) : std::string());
+    };
+    std::cout << "by context (is the target's word elsewhere in its sequence?):\n";
+    line("in context", report.by_context->in_context);
+    line("not in context", report.by_context->not_in_context);
+  }
+}
+
+// The report as --json writes it.
+nlohmann::json eval_report_json(const EvalReport& report) {
+  const auto& r = report.result;
+  nlohmann::json j = {{"source", report.source},
+                      {"checkpoint", report.checkpoint},
+                      {"loss", r.loss()},
+                      {"perplexity", r.perplexity()},
+                      {"accuracy", r.accuracy()},
+                      {"masked", r.masked},
+                      {"batches", r.batches},
+                      {"tokens", r.tokens},
+                      {"precision", matmul_bf16_operands() ? "bf16" : "fp32"}};
+  if (report.has_unigram) {
+    j["unigram_perplexity"] = r.unigram_perplexity();
+    j["ratio_to_unigram"] = r.perplexity() / r.unigram_perplexity();
+  }
+  if (report.shuffled) {
+    j["shuffled_words"] = {{"loss", report.shuffled->loss()},
+                           {"perplexity", report.shuffled->perplexity()},
+                           {"accuracy", report.shuffled->accuracy()}};
+    j["word_order_ratio"] = report.shuffled->perplexity() / r.perplexity();
+  }
+  if (report.by_context) {
+    const auto group = [&](const EvalResult& g) {
+      nlohmann::json out = {
+          {"masked", g.masked}, {"loss", g.loss()}, {"perplexity", g.perplexity()}, {"accuracy", g.accuracy()}};
+      if (report.has_unigram) out["unigram_perplexity"] = g.unigram_perplexity();
+      return out;
+    };
+    j["by_context"] = {{"in_context", group(report.by_context->in_context)},
+                       {"not_in_context", group(report.by_context->not_in_context)}};
+  }
+  return j;
+}
+
+}  // namespace
+
 void add_eval_command(CLI::App& app) {
   auto args = std::make_shared<EvalOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "eval",
-      "Masked-LM perplexity and accuracy of a checkpoint on a prepared split or on raw text files (masks drawn "
-      "with the recipe's data.seed and masking settings, the same every time).");
+      "eval", "Masked-LM perplexity and accuracy of a checkpoint on a prepared split or on text files.");
   cmd->add_option("-c,--checkpoint", args->checkpoint,
                   "Checkpoint directory (e.g. runs/default/checkpoints/checkpoint_00000450), or a run directory for "
                   "its newest checkpoint")
@@ -43,66 +109,17 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--json", *json_path, "Also write the result as JSON to this file");
   auto precision = std::make_shared<std::string>("fp32");
   add_precision_option(*cmd, *precision);
+  add_help_footer(
+      *cmd,
+      "Masked-LM perplexity and accuracy of a checkpoint on a prepared split or on raw text files (masks drawn "
+      "with the recipe's data.seed and masking settings, the same every time).",
+      {"linformer eval -c runs/default --split test",
+       "linformer eval -c runs/default --text notes.txt --shuffle-words --json eval.json"});
   cmd->callback([args, json_path, precision] {
     use_precision(*precision);
     const EvalReport report = run_eval(*args);
-    const auto& r = report.result;
-    std::cout << fmt::format(
-        "{}: loss {:.4f} nats, perplexity {:.2f}, accuracy {:.4f} over {} masked tokens ({} batches)\n", report.source,
-        r.loss(), r.perplexity(), r.accuracy(), r.masked, r.batches);
-    if (report.has_unigram)
-      std::cout << fmt::format(
-          "unigram baseline (training-split token frequencies) on the same tokens: perplexity "
-          "{:.2f}; the model's is {:.3f} × that\n",
-          r.unigram_perplexity(), r.perplexity() / r.unigram_perplexity());
-    if (report.shuffled)
-      std::cout << fmt::format(
-          "words shuffled within each sentence: perplexity {:.2f}, accuracy {:.4f}; {:.3f} × the "
-          "ordered text's perplexity\n",
-          report.shuffled->perplexity(), report.shuffled->accuracy(), report.shuffled->perplexity() / r.perplexity());
-    if (report.by_context) {
-      const auto line = [&](const char* what, const EvalResult& g) {
-        std::cout << fmt::format(
-            "  {}: {} masked tokens ({:.1f}%), perplexity {:.2f}, accuracy {:.4f}{}\n", what, g.masked,
-            100.0 * static_cast<double>(g.masked) / static_cast<double>(r.masked), g.perplexity(), g.accuracy(),
-            report.has_unigram ? fmt::format(", unigram baseline {:.2f}", g.unigram_perplexity()) : std::string());
-      };
-      std::cout << "by context (is the target's word elsewhere in its sequence?):\n";
-      line("in context", report.by_context->in_context);
-      line("not in context", report.by_context->not_in_context);
-    }
-    if (!json_path->empty()) {
-      nlohmann::json j = {{"source", report.source},
-                          {"checkpoint", report.checkpoint},
-                          {"loss", r.loss()},
-                          {"perplexity", r.perplexity()},
-                          {"accuracy", r.accuracy()},
-                          {"masked", r.masked},
-                          {"batches", r.batches},
-                          {"tokens", r.tokens},
-                          {"precision", matmul_bf16_operands() ? "bf16" : "fp32"}};
-      if (report.has_unigram) {
-        j["unigram_perplexity"] = r.unigram_perplexity();
-        j["ratio_to_unigram"] = r.perplexity() / r.unigram_perplexity();
-      }
-      if (report.shuffled) {
-        j["shuffled_words"] = {{"loss", report.shuffled->loss()},
-                               {"perplexity", report.shuffled->perplexity()},
-                               {"accuracy", report.shuffled->accuracy()}};
-        j["word_order_ratio"] = report.shuffled->perplexity() / r.perplexity();
-      }
-      if (report.by_context) {
-        const auto group = [&](const EvalResult& g) {
-          nlohmann::json out = {
-              {"masked", g.masked}, {"loss", g.loss()}, {"perplexity", g.perplexity()}, {"accuracy", g.accuracy()}};
-          if (report.has_unigram) out["unigram_perplexity"] = g.unigram_perplexity();
-          return out;
-        };
-        j["by_context"] = {{"in_context", group(report.by_context->in_context)},
-                           {"not_in_context", group(report.by_context->not_in_context)}};
-      }
-      write_file_atomic(*json_path, j.dump(2) + "\n");
-    }
+    print_eval_report(report);
+    if (!json_path->empty()) write_file_atomic(*json_path, eval_report_json(report).dump(2) + "\n");
   });
 }
 
@@ -114,7 +131,7 @@ void add_fill_mask_command(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
-      "fill-mask", "Top-k predictions with probabilities for each <mask> in a text, like Hugging Face's fill-mask.");
+      "fill-mask", "The top-k predictions for each <mask> in a text, with probabilities (as Hugging Face's).");
   cmd->add_option("-c,--checkpoint", args->checkpoint,
                   "Checkpoint directory, or a run directory for its newest checkpoint")
       ->required()
@@ -123,6 +140,7 @@ void add_fill_mask_command(CLI::App& app) {
   cmd->add_option("text", args->texts, "Text with one or more <mask>, e.g. \"The <mask> sat on the mat.\"")->required();
   auto precision = std::make_shared<std::string>("fp32");
   add_precision_option(*cmd, *precision);
+  add_help_footer(*cmd, "", {"linformer fill-mask -c runs/default \"The <mask> sat on the mat.\""});
   cmd->callback([args, precision] {
     use_precision(*precision);
     for (const auto& text : args->texts) {

@@ -11,10 +11,7 @@ void add_finetune_command(CLI::App& app) {
   auto recipe = std::make_shared<RecipeArgs>();
   auto options = std::make_shared<FinetuneOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "finetune",
-      "Fine-tune a pretrained encoder with a classification head on labelled documents (the recipe's [finetune] "
-      "section). The run directory receives recipe.toml, train.log, metrics.csv/metrics.jsonl, checkpoints/ (one per "
-      "epoch) and results.json. SIGINT or SIGTERM writes a checkpoint and exits.");
+      "finetune", "Fine-tune a pretrained encoder with a classification head on labelled documents.");
   recipe->add_to(*cmd);
   cmd->add_option("--checkpoint", options->checkpoint,
                   "The pretraining checkpoint directory (or run directory: its newest checkpoint) whose encoder is "
@@ -23,6 +20,14 @@ void add_finetune_command(CLI::App& app) {
   cmd->add_option("--resume", options->resume,
                   "Continue a run: 'auto' (the newest complete checkpoint in the run directory, or a fresh start if "
                   "there is none) or a checkpoint directory");
+  add_help_footer(
+      *cmd,
+      "Fine-tune a pretrained encoder with a classification head on labelled documents (the recipe's [finetune] "
+      "section). The run directory receives recipe.toml, train.log, metrics.csv/metrics.jsonl, checkpoints/ (one per "
+      "epoch) and results.json. SIGINT or SIGTERM writes a checkpoint and exits.",
+      {"linformer finetune --recipe recipes/finetune/spam.toml --checkpoint runs/default --run-dir "
+       "runs/spam",
+       "linformer finetune --recipe recipes/finetune/spam.toml --run-dir runs/spam --resume auto"});
   cmd->callback([recipe, options] {
     options->recipe_path = recipe->path;
     options->overrides = recipe->overrides;
@@ -32,11 +37,7 @@ void add_finetune_command(CLI::App& app) {
 
 void add_classify_command(CLI::App& app) {
   auto options = std::make_shared<ClassifyOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "classify",
-      "Label documents with a fine-tuned checkpoint: one JSON line per document on stdout, with its label and every "
-      "label's probability. JSON-lines files (.jsonl, .json, optionally .gz) give a document per line; any other file "
-      "is one plain-text document.");
+  CLI::App* cmd = app.add_subcommand("classify", "Label documents with a fine-tuned checkpoint: JSON lines on stdout.");
   cmd->add_option("--checkpoint", options->checkpoint,
                   "A checkpoint directory of linformer finetune, or its run directory (its newest checkpoint)")
       ->required()
@@ -49,6 +50,12 @@ void add_classify_command(CLI::App& app) {
       ->check(at_least(1));
   auto precision = std::make_shared<std::string>("fp32");
   add_precision_option(*cmd, *precision);
+  add_help_footer(
+      *cmd,
+      "Label documents with a fine-tuned checkpoint: one JSON line per document on stdout, with its label and every "
+      "label's probability. JSON-lines files (.jsonl, .json, optionally .gz) give a document per line; any other file "
+      "is one plain-text document.",
+      {"linformer classify --checkpoint runs/spam message.txt more_messages.jsonl"});
   cmd->callback([options, precision] {
     use_precision(*precision);
     run_classify(*options, std::cout);

@@ -76,8 +76,14 @@ int main(int argc, char** argv) {
   CLI::App app{"linformer: masked-language-model pretraining of Linformer and Transformer encoders on CPUs."};
   app.set_version_flag("--version", version_text);
   app.require_subcommand(1);
+  app.footer(
+      "\nEach command's --help ends with examples. The first run:\n"
+      "  linformer prepare --recipe recipes/brown/default.toml\n"
+      "  linformer train --recipe recipes/brown/default.toml --run-dir runs/default\n");
   std::string log_level = "info";
-  app.add_option("--log-level", log_level, "Console log level: trace, debug, info, warn, error, critical, off")
+  app.add_option("--log-level", log_level,
+                 "Console log level: trace, debug, info, warn, error, critical, off (the error that ends the program "
+                 "is always printed)")
       ->capture_default_str();
 
   linformer::cli::add_prepare_command(app);
@@ -111,15 +117,15 @@ int main(int argc, char** argv) {
     linformer::World::finalize();
     return code == 0 ? 0 : 2;
   } catch (const linformer::Error& e) {
-    spdlog::error("{}", e.what());
+    linformer::log_ending_error(e.what());
     end_after_error();
   } catch (const std::filesystem::filesystem_error& e) {
     // A file-system failure no check above explained: still the user's file, named.
-    spdlog::error("{}{}: {}", e.path1().string(), e.path2().empty() ? "" : " -> " + e.path2().string(),
-                  e.code().message());
+    linformer::log_ending_error(fmt::format("{}{}: {}", e.path1().string(),
+                                            e.path2().empty() ? "" : " -> " + e.path2().string(), e.code().message()));
     end_after_error();
   } catch (const std::exception& e) {
-    spdlog::critical("unexpected error: {}", e.what());
+    linformer::log_ending_error(fmt::format("unexpected error: {}", e.what()), spdlog::level::critical);
     end_after_error();
   }
   linformer::World::finalize();

@@ -25,6 +25,13 @@ CLI::Validator in_range(long long lo, long long hi) {
                                                   : fmt::format("INT in [{}, {}]", lo, hi));
 }
 
+void add_help_footer(CLI::App& command, const std::string& details, const std::vector<std::string>& examples) {
+  std::string text = details.empty() ? std::string() : "\n" + details + "\n";
+  text += "\nExamples:\n";
+  for (const auto& line : examples) text += "  " + line + "\n";
+  command.footer(text);
+}
+
 CLI::Validator at_least(long long lo) { return in_range(lo, std::numeric_limits<long long>::max()); }
 
 void add_precision_option(CLI::App& command, std::string& precision) {

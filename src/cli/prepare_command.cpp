@@ -19,11 +19,15 @@ void add_prepare_command(CLI::App& app) {
   auto args = std::make_shared<RecipeArgs>();
   auto force = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
-      "prepare",
-      "Read the corpus, train the SentencePiece tokenizer, encode token shards and split train/valid/test "
-      "(paths and sizes from the recipe's [data] section).");
+      "prepare", "Read a corpus, train its tokenizer, write token shards split into train, valid and test.");
   args->add_to(*cmd);
   cmd->add_flag("--force", *force, "Redo every step even if its outputs are up to date");
+  add_help_footer(*cmd,
+                  "Paths and sizes come from the recipe's [data] section; the tokenizer is SentencePiece, trained on a "
+                  "sample of at most data.tokenizer_max_bytes. An up-to-date prepared directory is reused.",
+                  {"linformer prepare --recipe recipes/brown/default.toml",
+                   "linformer prepare --recipe recipes/brown/base.toml --set 'data.corpus=[\"wiki/\"]' "
+                   "--set data.prepared_dir=data/prepared/wiki --set data.vocab_size=32000"});
   cmd->callback([args, force] {
     const config::Recipe recipe = config::load_recipe(args->path, args->overrides);
     if (recipe.threads > 0) omp_set_num_threads(recipe.threads);

@@ -18,11 +18,8 @@ struct TrainArgs {
 
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "train",
-      "Pretrain a masked-language model as the recipe says, on the data `linformer prepare` wrote. The run "
-      "directory receives the resolved recipe, train.log, metrics.csv/metrics.jsonl and checkpoints/. SIGINT or "
-      "SIGTERM finishes the current update, writes a checkpoint and exits.");
+  CLI::App* cmd =
+      app.add_subcommand("train", "Pretrain a masked-language model (Linformer or Transformer) as a recipe says.");
   args->recipe.add_to(*cmd);
   cmd->add_flag("--dump-recipe", args->dump_recipe,
                 "Print the fully resolved recipe (bases, overrides and defaults applied) as TOML and exit");
@@ -45,6 +42,14 @@ void add_train_command(CLI::App& app) {
                   "several machines. The same updates either way (bit for bit with 2 processes)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  add_help_footer(
+      *cmd,
+      "Pretrain a masked-language model as the recipe says, on the data `linformer prepare` wrote. The run "
+      "directory receives the resolved recipe, train.log, metrics.csv/metrics.jsonl and checkpoints/. SIGINT or "
+      "SIGTERM finishes the current update, writes a checkpoint and exits.",
+      {"linformer train --recipe recipes/brown/default.toml --run-dir runs/default",
+       "linformer train --recipe recipes/brown/default.toml --run-dir runs/default --resume auto",
+       "mpirun -np 2 linformer train --recipe recipes/brown/default.toml --run-dir runs/mpi"});
   cmd->callback([args] {
     if (args->dump_recipe) {
       std::cout << config::dump_recipe(config::load_recipe(args->recipe.path, args->recipe.overrides));

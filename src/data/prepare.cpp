@@ -218,6 +218,174 @@ std::string train_on_sample(SentenceSampler& sampler, const config::DataConfig& 
   return model;
 }
 
+// Pass 1: the corpus's documents (the splits need their number), sampling sentences for the
+// tokenizer into `sampler` when there is one.
+int64_t count_and_sample(const CorpusOptions& options, const std::vector<std::string>& corpus,
+                         SentenceSampler* sampler) {
+  CorpusReader reader(options);
+  Progress progress("reading corpus", reader.total_file_bytes());
+  int64_t documents = 0;
+  Document doc;
+  while (reader.next(doc)) {
+    ++documents;
+    if (sampler)
+      for (const auto& s : doc.sentences) sampler->add(s);
+    progress.update(reader.file_bytes_done());
+  }
+  progress.finish();
+  if (documents == 0) {
+    std::string inputs;
+    for (const auto& c : corpus) inputs += (inputs.empty() ? "'" : ", '") + c + "'";
+    LF_FAIL("the corpus ({} file{} from data.corpus = [{}]) contains no documents", reader.files().size(),
+            reader.files().size() == 1 ? "" : "s", inputs);
+  }
+  spdlog::info("corpus: {} files, {} documents, {} sentences, {} of text", reader.stats().files, documents,
+               reader.stats().sentences,
+               Progress::format_amount(static_cast<double>(reader.stats().text_bytes), Progress::Unit::bytes));
+  if (reader.stats().long_lines_cut > 0)
+    spdlog::warn(
+        "{} lines longer than {} KiB were cut at spaces into sentences of at most that (a sentence takes "
+        "about 120 bytes of memory per character to encode)",
+        reader.stats().long_lines_cut, kMaxSentenceBytes / 1024);
+  return documents;
+}
+
+// The tokenizer: trained on the sample (`sampler`) or read from data.tokenizer_model.
+Tokenizer obtain_tokenizer(const config::DataConfig& d, SentenceSampler* sampler, uint64_t seed,
+                           const AvailableMemory& available, PrepareSummary& summary) {
+  if (sampler)
+    return Tokenizer::from_serialized(train_on_sample(*sampler, d, seed, available, summary), "the trained tokenizer");
+  const std::string model = with_context(fmt::format("data.tokenizer_model '{}'", d.tokenizer_model),
+                                         [&] { return read_file(d.tokenizer_model); });
+  Tokenizer tokenizer = Tokenizer::from_serialized(model, d.tokenizer_model);
+  if (tokenizer.vocab_size() != d.vocab_size)
+    spdlog::warn("{} has {} pieces; data.vocab_size = {} does not apply to a given model", d.tokenizer_model,
+                 tokenizer.vocab_size(), d.vocab_size);
+  return tokenizer;
+}
+
+// The three splits' shards, their counts, and each split's count of each id for the unigram
+// baseline (reading the shards again would map them whole into this process: its RSS would grow
+// with the corpus).
+class SplitOutputs {
+ public:
+  SplitOutputs(const StagedDirectory& staging, const Tokenizer& tokenizer) {
+    for (Split s : kSplits) {
+      const auto i = static_cast<size_t>(s);
+      writers_[i] =
+          std::make_unique<ShardWriter>(staging.file(shard_file(s)), tokenizer.vocab_size(), tokenizer.hash());
+      id_counts_[i].assign(static_cast<size_t>(tokenizer.vocab_size()), 0);
+    }
+  }
+
+  void add(Split s, const std::vector<int32_t>& ids, PrepareSummary& summary) {
+    const auto i = static_cast<size_t>(s);
+    writers_[i]->add_document(ids);
+    for (const int32_t id : ids) ++id_counts_[i][static_cast<size_t>(id)];
+    ++summary.splits[i].documents;
+    summary.splits[i].tokens += static_cast<int64_t>(ids.size());
+  }
+
+  void finish() {
+    for (auto& w : writers_) w->finish();
+  }
+
+  // The unigram baseline's perplexities (into `summary`) and its meta.json record.
+  json unigram_baseline(PrepareSummary& summary) const {
+    const UnigramModel unigram(id_counts_[static_cast<size_t>(Split::train)]);
+    const auto perplexity_of = [&](Split s) {  // 0 for an empty split
+      const auto i = static_cast<size_t>(s);
+      return summary.splits[i].tokens == 0 ? 0.0 : unigram.perplexity(id_counts_[i]);
+    };
+    summary.unigram_valid_perplexity = perplexity_of(Split::valid);
+    summary.unigram_test_perplexity = perplexity_of(Split::test);
+    return {{"model", UnigramModel::kDescription},
+            {"smoothing", UnigramModel::kSmoothing},
+            {"train_tokens", unigram.train_tokens()},
+            {"valid_perplexity", summary.unigram_valid_perplexity},
+            {"test_perplexity", summary.unigram_test_perplexity}};
+  }
+
+ private:
+  std::array<std::unique_ptr<ShardWriter>, 3> writers_;
+  std::array<std::vector<int64_t>, 3> id_counts_;  // [split][id]
+};
+
+// Reads the next chunk of documents into `chunk` (false when the corpus is exhausted).
+bool read_chunk(CorpusReader& reader, std::vector<Document>& chunk) {
+  chunk.clear();
+  uint64_t bytes = 0;
+  Document doc;
+  while (bytes < kChunkTextBytes && chunk.size() < kChunkDocuments && reader.next(doc)) {
+    for (const auto& s : doc.sentences) bytes += s.size();
+    chunk.push_back(std::move(doc));
+  }
+  return !chunk.empty();
+}
+
+// Pass 2: encodes the corpus in parallel chunks, routing each document to its split's shard.
+void encode_into_splits(const CorpusOptions& options, const Tokenizer& tokenizer, const SplitPlan& plan,
+                        int64_t documents, SplitOutputs& outputs, PrepareSummary& summary) {
+  CorpusReader reader(options);
+  Progress progress("encoding", reader.total_file_bytes());
+  std::vector<Document> chunk, next_chunk;
+  std::vector<std::vector<int32_t>> ids;  // [document of the chunk][token]
+  int64_t next_index = 0;                 // corpus index of chunk[0]
+  bool more = read_chunk(reader, chunk);
+  while (more) {
+    // Reading (decompression, JSON, UTF-8 checks) of the next chunk overlaps encoding of this one.
+    auto reading = std::async(std::launch::async, [&] { return read_chunk(reader, next_chunk); });
+    const EncodeCounts counts = encode_documents(tokenizer, chunk, ids);
+    summary.tokens += counts.tokens;
+    summary.unknown_tokens += counts.unknown;
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      const int64_t index = next_index + static_cast<int64_t>(i);
+      LF_CHECK(index < documents, "the corpus changed while it was being prepared: more than {} documents now",
+               documents);
+      outputs.add(plan.of(index), ids[i], summary);
+    }
+    next_index += static_cast<int64_t>(chunk.size());
+    more = reading.get();
+    std::swap(chunk, next_chunk);
+    progress.update(reader.file_bytes_done());
+  }
+  progress.finish();
+  if (next_index != documents)
+    LF_FAIL("the corpus changed while it was being prepared: {} documents, then {}", documents, next_index);
+  const CorpusStats& stats = reader.stats();
+  summary.files = stats.files;
+  summary.documents = stats.documents;
+  summary.sentences = stats.sentences;
+  summary.text_bytes = stats.text_bytes;
+  summary.invalid_utf8 = stats.invalid_utf8;
+  summary.file_bytes = reader.total_file_bytes();
+}
+
+// meta.json's record of a prepared directory.
+json meta_json(const config::Recipe& recipe, const std::string& key, const Tokenizer& tokenizer,
+               const PrepareSummary& summary, json unigram) {
+  const config::DataConfig& d = recipe.data;
+  const bool trained = d.tokenizer_model.empty();
+  return {
+      {"format", "linformer-prepared"},
+      {"version", kPreparedVersion},
+      {"key", key},
+      {"created_by", fmt::format("linformer {} (git {})", kVersion, kGitCommit)},
+      {"tokenizer",
+       {{"file", kModelFile},
+        {"type", trained ? std::string(config::enum_name(d.tokenizer)) : std::string("given")},
+        {"source", trained ? std::string("trained") : d.tokenizer_model},
+        {"sample_sentences", summary.sample_sentences},
+        {"sample_bytes", summary.sample_bytes},
+        {"vocab_size", tokenizer.vocab_size()},
+        {"hash", fmt::format("{:016x}", tokenizer.hash())}}},
+      {"special_ids", {{"pad", kPadId}, {"bos", kBosId}, {"eos", kEosId}, {"unk", kUnkId}, {"mask", kMaskId}}},
+      {"settings", settings_of(recipe)},
+      {"summary", summary_json(summary)},
+      {"unigram", std::move(unigram)},
+  };
+}
+
 }  // namespace
 
 PrepareSummary prepare_data(const config::Recipe& recipe, bool force, MemoryProbe available) {
@@ -227,7 +395,6 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force, MemoryProb
   const std::vector<CorpusFile> files = list_corpus_files(d.corpus, d.format);
   const std::string key = key_of(recipe, files);
   const std::string& out = d.prepared_dir;
-
   if (!force) {
     if (auto s = reusable(out, key)) {
       spdlog::info("{} is up to date (key {}): reusing it; --force prepares again", out, key);
@@ -244,161 +411,38 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force, MemoryProb
   summary.dir = out;
   const uint64_t seed = config::data_seed(recipe);
 
-  // Pass 1: count the documents (the splits need the total) and sample sentences for the tokenizer.
   SentenceSampler sampler(d.tokenizer_max_sentences, static_cast<uint64_t>(d.tokenizer_max_bytes),
                           stream_id({kTokenizerSampleStream, seed}));
-  int64_t documents = 0;
-  {
-    CorpusReader reader(corpus_options);
-    Progress progress("reading corpus", reader.total_file_bytes());
-    Document doc;
-    while (reader.next(doc)) {
-      ++documents;
-      if (train_tokenizer_here)
-        for (const auto& s : doc.sentences) sampler.add(s);
-      progress.update(reader.file_bytes_done());
-    }
-    progress.finish();
-    if (documents == 0) {
-      std::string inputs;
-      for (const auto& c : d.corpus) inputs += (inputs.empty() ? "'" : ", '") + c + "'";
-      LF_FAIL("the corpus ({} file{} from data.corpus = [{}]) contains no documents", reader.files().size(),
-              reader.files().size() == 1 ? "" : "s", inputs);
-    }
-    spdlog::info("corpus: {} files, {} documents, {} sentences, {} of text", reader.stats().files, documents,
-                 reader.stats().sentences,
-                 Progress::format_amount(static_cast<double>(reader.stats().text_bytes), Progress::Unit::bytes));
-    if (reader.stats().long_lines_cut > 0)
-      spdlog::warn(
-          "{} lines longer than {} KiB were cut at spaces into sentences of at most that (a sentence takes "
-          "about 120 bytes of memory per character to encode)",
-          reader.stats().long_lines_cut, kMaxSentenceBytes / 1024);
-  }
-
+  SentenceSampler* sample = train_tokenizer_here ? &sampler : nullptr;
+  const int64_t documents = count_and_sample(corpus_options, d.corpus, sample);
   summary.read_seconds = seconds_since(start);
 
-  // The tokenizer.
   const auto tokenizer_start = std::chrono::steady_clock::now();
-  const std::string model = train_tokenizer_here
-                                ? train_on_sample(sampler, d, seed, available(), summary)
-                                : with_context(fmt::format("data.tokenizer_model '{}'", d.tokenizer_model),
-                                               [&] { return read_file(d.tokenizer_model); });
-  const Tokenizer tokenizer = Tokenizer::from_serialized(
-      model, train_tokenizer_here ? std::string("the trained tokenizer") : d.tokenizer_model);
-  if (!train_tokenizer_here && tokenizer.vocab_size() != d.vocab_size)
-    spdlog::warn("{} has {} pieces; data.vocab_size = {} does not apply to a given model", d.tokenizer_model,
-                 tokenizer.vocab_size(), d.vocab_size);
+  const Tokenizer tokenizer = obtain_tokenizer(d, sample, seed, available(), summary);
   write_file_atomic(staging.file(kModelFile), tokenizer.serialized());
   summary.vocab_size = tokenizer.vocab_size();
-
   summary.tokenizer_seconds = seconds_since(tokenizer_start);
 
-  // Pass 2: encode in parallel, route each document to its split's shard.
-  const SplitPlan plan(documents, d.valid_fraction, d.test_fraction, seed);
-  std::array<std::unique_ptr<ShardWriter>, 3> writers;
-  for (Split s : kSplits)
-    writers[static_cast<size_t>(s)] =
-        std::make_unique<ShardWriter>(staging.file(shard_file(s)), tokenizer.vocab_size(), tokenizer.hash());
-  // Each split's count of each id, for the unigram baseline: reading the shards again would map
-  // them whole into this process (its RSS would grow with the corpus).
-  std::array<std::vector<int64_t>, 3> id_counts;
-  for (auto& c : id_counts) c.assign(static_cast<size_t>(tokenizer.vocab_size()), 0);
   const auto encode_start = std::chrono::steady_clock::now();
-  {
-    CorpusReader reader(corpus_options);
-    Progress progress("encoding", reader.total_file_bytes());
-    // Reads the next chunk of documents (false when the corpus is exhausted).
-    auto read_chunk = [&reader](std::vector<Document>& chunk) {
-      chunk.clear();
-      uint64_t bytes = 0;
-      Document doc;
-      while (bytes < kChunkTextBytes && chunk.size() < kChunkDocuments && reader.next(doc)) {
-        for (const auto& s : doc.sentences) bytes += s.size();
-        chunk.push_back(std::move(doc));
-      }
-      return !chunk.empty();
-    };
-    std::vector<Document> chunk, next_chunk;
-    std::vector<std::vector<int32_t>> ids;
-    int64_t next_index = 0;  // corpus index of chunk[0]
-    bool more = read_chunk(chunk);
-    while (more) {
-      // Reading (decompression, JSON, UTF-8 checks) of the next chunk overlaps encoding of this one.
-      auto reading = std::async(std::launch::async, [&] { return read_chunk(next_chunk); });
-      const EncodeCounts counts = encode_documents(tokenizer, chunk, ids);
-      summary.tokens += counts.tokens;
-      summary.unknown_tokens += counts.unknown;
-      for (size_t i = 0; i < chunk.size(); ++i) {
-        const int64_t index = next_index + static_cast<int64_t>(i);
-        LF_CHECK(index < documents, "the corpus changed while it was being prepared: more than {} documents now",
-                 documents);
-        const Split s = plan.of(index);
-        writers[static_cast<size_t>(s)]->add_document(ids[i]);
-        for (const int32_t id : ids[i]) ++id_counts[static_cast<size_t>(s)][static_cast<size_t>(id)];
-        auto& c = summary.splits[static_cast<size_t>(s)];
-        ++c.documents;
-        c.tokens += static_cast<int64_t>(ids[i].size());
-      }
-      next_index += static_cast<int64_t>(chunk.size());
-      more = reading.get();
-      std::swap(chunk, next_chunk);
-      progress.update(reader.file_bytes_done());
-    }
-    progress.finish();
-    if (next_index != documents)
-      LF_FAIL("the corpus changed while it was being prepared: {} documents, then {}", documents, next_index);
-    const CorpusStats& stats = reader.stats();
-    summary.files = stats.files;
-    summary.documents = stats.documents;
-    summary.sentences = stats.sentences;
-    summary.text_bytes = stats.text_bytes;
-    summary.invalid_utf8 = stats.invalid_utf8;
-    summary.file_bytes = reader.total_file_bytes();
-  }
+  SplitOutputs outputs(staging, tokenizer);
+  encode_into_splits(corpus_options, tokenizer, SplitPlan(documents, d.valid_fraction, d.test_fraction, seed),
+                     documents, outputs, summary);
   summary.encode_seconds = seconds_since(encode_start);
+
   const auto write_start = std::chrono::steady_clock::now();
   if (summary.splits[static_cast<size_t>(Split::train)].documents == 0)
     LF_FAIL("the train split is empty: the corpus has only {} documents and valid/test fractions {} and {}", documents,
             d.valid_fraction, d.test_fraction);
-  for (auto& w : writers) w->finish();
+  outputs.finish();
   for (Split s : kSplits) summary.output_bytes += fs::file_size(staging.file(shard_file(s)));
-  const UnigramModel unigram(id_counts[static_cast<size_t>(Split::train)]);
-  const auto perplexity_of = [&](Split s) {  // 0 for an empty split
-    const auto i = static_cast<size_t>(s);
-    return summary.splits[i].tokens == 0 ? 0.0 : unigram.perplexity(id_counts[i]);
-  };
-  summary.unigram_valid_perplexity = perplexity_of(Split::valid);
-  summary.unigram_test_perplexity = perplexity_of(Split::test);
-  const json unigram_json = {{"model", UnigramModel::kDescription},
-                             {"smoothing", UnigramModel::kSmoothing},
-                             {"train_tokens", unigram.train_tokens()},
-                             {"valid_perplexity", summary.unigram_valid_perplexity},
-                             {"test_perplexity", summary.unigram_test_perplexity}};
   summary.output_bytes += tokenizer.serialized().size();
+  json unigram = outputs.unigram_baseline(summary);
   summary.write_seconds = seconds_since(write_start);
   summary.seconds = seconds_since(start);
   summary.peak_rss_bytes = peak_rss_bytes();
-
   // meta.json last: its presence marks a complete directory.
-  const json meta = {
-      {"format", "linformer-prepared"},
-      {"version", kPreparedVersion},
-      {"key", key},
-      {"created_by", fmt::format("linformer {} (git {})", kVersion, kGitCommit)},
-      {"tokenizer",
-       {{"file", kModelFile},
-        {"type", train_tokenizer_here ? std::string(config::enum_name(d.tokenizer)) : std::string("given")},
-        {"source", train_tokenizer_here ? std::string("trained") : d.tokenizer_model},
-        {"sample_sentences", summary.sample_sentences},
-        {"sample_bytes", summary.sample_bytes},
-        {"vocab_size", tokenizer.vocab_size()},
-        {"hash", fmt::format("{:016x}", tokenizer.hash())}}},
-      {"special_ids", {{"pad", kPadId}, {"bos", kBosId}, {"eos", kEosId}, {"unk", kUnkId}, {"mask", kMaskId}}},
-      {"settings", settings_of(recipe)},
-      {"summary", summary_json(summary)},
-      {"unigram", unigram_json},
-  };
-  write_file_atomic(staging.file(kMetaFile), meta.dump(2) + "\n");
+  write_file_atomic(staging.file(kMetaFile),
+                    meta_json(recipe, key, tokenizer, summary, std::move(unigram)).dump(2) + "\n");
   staging.install();
   return summary;
 }

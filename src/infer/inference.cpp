@@ -157,19 +157,46 @@ EvalReport run_eval(const EvalOptions& options) {
   return report;
 }
 
-std::vector<std::vector<FillMaskPrediction>> fill_mask(const std::string& checkpoint, const std::string& text,
-                                                       int top_k) {
-  LF_CHECK(top_k >= 1, "--top-k must be at least 1");
-  const std::string marker = "<mask>";
-  // Encode the text between the masks piece by piece, with <mask> ids in between.
+namespace {
+
+constexpr const char* kMaskMarker = "<mask>";
+
+// The pieces of `text` between the occurrences of `marker` (one more than there are markers).
+std::vector<std::string> split_at(const std::string& text, const std::string& marker) {
   std::vector<std::string> pieces;
   for (size_t start = 0;;) {
     const size_t at = text.find(marker, start);
     pieces.push_back(text.substr(start, at == std::string::npos ? std::string::npos : at - start));
-    if (at == std::string::npos) break;
+    if (at == std::string::npos) return pieces;
     start = at + marker.size();
   }
-  if (pieces.size() < 2) LF_FAIL("the text has no {} to fill: \"{}\"", marker, text);
+}
+
+// The text with mask m replaced by `token` and the others left as <mask> (a word-start token
+// brings its own space).
+std::string with_mask_filled(const std::vector<std::string>& pieces, size_t m, const std::string& token) {
+  std::string sequence;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    sequence += pieces[i];
+    if (i + 1 == pieces.size()) break;
+    if (i != m) {
+      sequence += kMaskMarker;
+    } else {
+      const bool spaced = !sequence.empty() && sequence.back() == ' ' && !token.empty() && token[0] == ' ';
+      sequence += spaced ? token.substr(1) : token;
+    }
+  }
+  return sequence;
+}
+
+}  // namespace
+
+std::vector<std::vector<FillMaskPrediction>> fill_mask(const std::string& checkpoint, const std::string& text,
+                                                       int top_k) {
+  LF_CHECK(top_k >= 1, "--top-k must be at least 1");
+  // Encode the text between the masks piece by piece, with <mask> ids in between.
+  const std::vector<std::string> pieces = split_at(text, kMaskMarker);
+  if (pieces.size() < 2) LF_FAIL("the text has no {} to fill: \"{}\"", kMaskMarker, text);
   Loaded l = load(checkpoint, 1, static_cast<int64_t>(pieces.size()) - 1);
   std::vector<int> ids = {data::kBosId};
   std::vector<size_t> mask_index;
@@ -220,19 +247,7 @@ std::vector<std::vector<FillMaskPrediction>> fill_mask(const std::string& checkp
       p.probability = std::exp(static_cast<double>(z[order[r]] - max)) / sum;
       p.token = l.tokenizer.piece(order[r]);
       if (p.token.rfind("\xE2\x96\x81", 0) == 0) p.token = " " + p.token.substr(3);
-      // The text with this mask replaced (a word-start token brings its own space).
-      std::string sequence;
-      for (size_t i = 0; i < pieces.size(); ++i) {
-        sequence += pieces[i];
-        if (i + 1 == pieces.size()) break;
-        if (i != m) {
-          sequence += marker;
-        } else {
-          const bool spaced = !sequence.empty() && sequence.back() == ' ' && !p.token.empty() && p.token[0] == ' ';
-          sequence += spaced ? p.token.substr(1) : p.token;
-        }
-      }
-      p.sequence = sequence;
+      p.sequence = with_mask_filled(pieces, m, p.token);
       predictions.push_back(p);
     }
     out.push_back(predictions);

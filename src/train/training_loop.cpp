@@ -49,6 +49,23 @@ std::string agreed_stop_signal() {
   return own.empty() ? signal + " (to another process)" : signal;
 }
 
+namespace {
+
+// What a data-parallel run sums, how often and when.
+void log_data_parallel(const config::Recipe& recipe, TrainingJob& job, const UpdateStep& step, bool overlap_allreduce) {
+  spdlog::info(
+      "data parallel: {}, each with train.batch_size = {} and train.accumulation = {}: {} sequences per "
+      "update; gradients of {:.1f} MB summed over the processes per update, {}",
+      World::description(), recipe.train.batch_size, recipe.train.accumulation,
+      static_cast<int64_t>(World::size()) * recipe.train.batch_size * recipe.train.accumulation,
+      job.params().grads().layout().bytes() / 1e6,
+      overlap_allreduce
+          ? fmt::format("during the backward pass in {} buckets (--overlap-allreduce)", step.gradient_buckets())
+          : std::string("after the backward pass (--overlap-allreduce)"));
+}
+
+}  // namespace
+
 LoopOutcome run_training_loop(TrainingJob& job, AdamW& optimizer, TrainingState state, const ResumePlan& plan,
                               const config::Recipe& recipe, LoopOutputs out, bool overlap_allreduce) {
   const int64_t start_update = state.update;
@@ -57,16 +74,7 @@ LoopOutcome run_training_loop(TrainingJob& job, AdamW& optimizer, TrainingState 
   Validator validator(job, schedule, out.metrics);
   UpdateStep step(job, optimizer, recipe, schedule, overlap_allreduce);
   IntervalMeter meter(state.interval);
-  if (World::distributed())
-    spdlog::info(
-        "data parallel: {}, each with train.batch_size = {} and train.accumulation = {}: {} sequences per "
-        "update; gradients of {:.1f} MB summed over the processes per update, {}",
-        World::description(), recipe.train.batch_size, recipe.train.accumulation,
-        static_cast<int64_t>(World::size()) * recipe.train.batch_size * recipe.train.accumulation,
-        job.params().grads().layout().bytes() / 1e6,
-        overlap_allreduce
-            ? fmt::format("during the backward pass in {} buckets (--overlap-allreduce)", step.gradient_buckets())
-            : std::string("after the backward pass (--overlap-allreduce)"));
+  if (World::distributed()) log_data_parallel(recipe, job, step, overlap_allreduce);
   const RunClock clock(state.elapsed_seconds);
   // Rank 0 alone writes checkpoints (the processes hold the same weights and state).
   auto save = [&] {
