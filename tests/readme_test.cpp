@@ -1,21 +1,26 @@
-// The README's recipe reference is the one the program prints, and every test the README and
-// RELIABILITY.md cite as proof of a promise exists.
+// The guide's recipe reference (docs/recipes.md) is the one the program prints, and every test
+// the README, RELIABILITY.md, CONTRIBUTING.md and the guide (docs/*.md) cite as proof of a promise
+// exists.
 
 #include "linformer/config/recipe_loader.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace linformer::config {
 namespace {
 
 TEST(Readme, RecipeReferenceIsCurrent) {
-  std::ifstream in(std::string(LINFORMER_SOURCE_DIR) + "/README.md");
-  ASSERT_TRUE(in) << "README.md not found";
+  std::ifstream in(std::string(LINFORMER_SOURCE_DIR) + "/docs/recipes.md");
+  ASSERT_TRUE(in) << "docs/recipes.md not found";
   std::stringstream text;
   text << in.rdbuf();
   const std::string readme = text.str();
@@ -24,7 +29,7 @@ TEST(Readme, RecipeReferenceIsCurrent) {
   ASSERT_NE(b, std::string::npos);
   ASSERT_NE(e, std::string::npos);
   EXPECT_EQ(readme.substr(b + begin.size(), e - b - begin.size()), recipe_reference_markdown())
-      << "README.md's recipe reference is stale: run scripts/update_readme.sh";
+      << "docs/recipes.md's recipe reference is stale: run scripts/update_readme.sh";
 }
 
 // `Suite.Name` or `Suite.*` in backticks, for the GoogleTest suites (capitalised; CTest's own
@@ -40,7 +45,14 @@ TEST(Readme, EveryCitedTestExists) {
   }
   const std::regex cited(R"(`([A-Z][A-Za-z0-9]*)\.([A-Z][A-Za-z0-9]*|\*)`)");
   int count = 0;
-  for (const char* file : {"README.md", "RELIABILITY.md"}) {
+  std::vector<std::string> files = {"README.md", "RELIABILITY.md", "CONTRIBUTING.md"};
+  std::vector<std::string> guide;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(LINFORMER_SOURCE_DIR) + "/docs"))
+    if (entry.path().extension() == ".md") guide.push_back("docs/" + entry.path().filename().string());
+  std::sort(guide.begin(), guide.end());
+  ASSERT_FALSE(guide.empty()) << "docs/*.md not found";
+  files.insert(files.end(), guide.begin(), guide.end());
+  for (const std::string& file : files) {
     std::ifstream in(std::string(LINFORMER_SOURCE_DIR) + "/" + file);
     ASSERT_TRUE(in) << file << " not found";
     std::stringstream text;

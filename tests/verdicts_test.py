@@ -219,14 +219,18 @@ class CommittedResults(unittest.TestCase):
 
 
 class CitedNumbers(unittest.TestCase):
-    """Numbers the README's prose cites, formatted from the committed verdicts.json (which
+    """Numbers the README's and the guide's prose cite, formatted from the committed verdicts.json (which
     CommittedResults keeps equal to what the results give), so the prose cannot drift from data."""
 
     def setUp(self):
         with open(os.path.join(ROOT, "results", "brown", "verdicts.json")) as f:
             self.v = json.load(f)
-        with open(os.path.join(ROOT, "README.md")) as f:
-            self.readme = " ".join(f.read().split())  # line breaks as spaces
+        texts = []  # the README and the guide's pages (the write-up is docs/results.md)
+        for path in ["README.md"] + sorted(os.path.join("docs", p) for p in os.listdir(os.path.join(ROOT, "docs"))
+                                           if p.endswith(".md")):
+            with open(os.path.join(ROOT, path)) as f:
+                texts.append(f.read())
+        self.readme = " ".join(" ".join(texts).split())  # line breaks as spaces
 
     def cited(self, text):
         self.assertIn(text, self.readme)

@@ -105,8 +105,8 @@ def write_dict(target, tokens):
 
 
 def dictionaries():
-    # The recipe keys and their choices from the README's reference (a test keeps it current).
-    with open(os.path.join(ROOT, "README.md")) as f:
+    # The recipe keys and their choices from the guide's reference (a test keeps it current).
+    with open(os.path.join(ROOT, "docs", "recipes.md")) as f:
         reference = f.read().split("<!-- recipe-reference:begin -->")[1].split("<!-- recipe-reference:end -->")[0]
     keys = re.findall(r"^\| `([a-z_0-9.]+)` \|", reference, re.M)
     choices = [c for line in re.findall(r"\| one of: ([^|]+) \|", reference) for c in re.split(r", | or ", line.strip())]

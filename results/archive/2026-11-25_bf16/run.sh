@@ -6,8 +6,8 @@
 # S = {vocab 8000, n 512, d 256, 4 heads, FFN 1024, 4 layers, batch 8, 15% masked, dropout 0};
 # M = S with d 512, 8 heads, FFN 2048, 6 layers.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-out=results/2026-11-25_bf16
+cd "$(dirname "$0")/../../.."
+out=results/archive/2026-11-25_bf16
 S=(--set model.d_model=256 --set model.heads=4 --set model.ffn_dim=1024 --set model.layers=4
    --set masking.probability=0.15 --set model.k=128)
 M=(--set model.d_model=512 --set model.heads=8 --set model.ffn_dim=2048 --set model.layers=6

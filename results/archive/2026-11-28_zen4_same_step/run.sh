@@ -4,10 +4,10 @@
 # bench_compare.sh reports both the whole step and forward + backward alone, alternating the two
 # programs, 5 rounds per configuration: config S (Linformer k = 128 and full attention) and M,
 # bf16 (PyTorch's autocast) and fp32. Run it on an idle machine.
-# Usage: results/2026-11-28_zen4_same_step/run.sh
+# Usage: results/archive/2026-11-28_zen4_same_step/run.sh
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-out=results/2026-11-28_zen4_same_step
+cd "$(dirname "$0")/../../.."
+out=results/archive/2026-11-28_zen4_same_step
 scripts/machine_info.sh > "$out/machine.txt"
 build/linformer --version >> "$out/machine.txt"
 S=(--set model.d_model=256 --set model.heads=4 --set model.ffn_dim=1024 --set model.layers=4
