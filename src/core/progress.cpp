@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 namespace linformer {
@@ -17,7 +18,7 @@ constexpr auto kLogPeriod = std::chrono::seconds(10);
 bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1 && spdlog::should_log(spdlog::level::info); }
 
 std::string format_duration(double seconds) {
-  const auto s = static_cast<int64_t>(seconds + 0.5);
+  const auto s = static_cast<int64_t>(std::llround(seconds));
   return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
                    : fmt::format("{}:{:02}", s / 60, s % 60);
 }

@@ -59,7 +59,7 @@ void shuffle_words(Batch& batch, const std::vector<uint8_t>& word_starts, uint64
       order.resize(static_cast<size_t>(words));
       for (int w = 0; w < words; ++w) order[static_cast<size_t>(w)] = w;
       for (int i = words - 1; i > 0; --i)  // Fisher-Yates
-        std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(rng.below(static_cast<uint64_t>(i + 1)))]);
+        std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(rng.below(static_cast<uint64_t>(i) + 1))]);
       shuffled.clear();
       for (int w : order)
         shuffled.insert(shuffled.end(), row.begin() + word_begin[static_cast<size_t>(w)],

@@ -3,6 +3,7 @@
 #include "linformer/core/check.h"
 #include "linformer/core/fs.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -86,7 +87,7 @@ File File::read(const std::string& path) {
   }
   if (!header.is_object()) LF_FAIL("{}: the safetensors header is not a JSON object", path);
   for (const auto& [name, value] : header.items()) {
-    const std::string where = path + ": tensor '" + name + "'";
+    const std::string where = fmt::format("{}: tensor '{}'", path, name);
     if (name == "__metadata__") {
       if (!value.is_object()) LF_FAIL("{}: __metadata__ is not an object", path);
       for (const auto& [k, v] : value.items()) {

@@ -143,7 +143,7 @@ void load_moments(const std::string& path, const Parameters& params, AdamW& opti
 std::string write_checkpoint(const std::string& checkpoints_dir, const Parameters& params, const AdamW& optimizer,
                              const TrainingState& state, const std::string& resolved_recipe,
                              const std::string& tokenizer_model) {
-  const std::string final_path = (fs::path(checkpoints_dir) / fmt::format("checkpoint_{:08d}", state.update)).string();
+  std::string final_path = (fs::path(checkpoints_dir) / fmt::format("checkpoint_{:08d}", state.update)).string();
   StagedDirectory staged(final_path);
   const std::string tmp = staged.path();
   const std::string model = (fs::path(tmp) / "model.safetensors").string();
@@ -172,7 +172,7 @@ namespace {
 // warning when `warn`.
 std::string read_sealed_state(const std::string& path, bool warn) {
   const std::string done = read_file((fs::path(path) / "DONE").string());
-  const std::string text = read_file((fs::path(path) / "state.json").string());
+  std::string text = read_file((fs::path(path) / "state.json").string());
   if (done == kDoneLegacy) {
     if (warn)
       spdlog::warn(
@@ -241,7 +241,7 @@ TrainingState peek_checkpoint_state(const std::string& path) {
 
 TrainingState read_checkpoint(const std::string& path, Parameters& params, AdamW* optimizer) {
   verify_checkpoint(path);
-  const TrainingState state = peek_checkpoint_state(path);
+  TrainingState state = peek_checkpoint_state(path);
   load_weights((fs::path(path) / "model.safetensors").string(), params);
   if (optimizer) load_moments((fs::path(path) / "optimizer.safetensors").string(), params, *optimizer);
   return state;

@@ -16,7 +16,7 @@ namespace linformer {
 // The one exception type of the project. what() is the full message, context first.
 class Error : public std::runtime_error {
  public:
-  explicit Error(std::string message) : std::runtime_error(std::move(message)) {}
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
 namespace detail {
