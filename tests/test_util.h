@@ -1,6 +1,8 @@
 #pragma once
 // Helpers shared by the tests: temporary directories, files, running the binary.
 
+#include "linformer/core/fs.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
@@ -14,6 +16,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace linformer::testing {
 
@@ -86,6 +89,19 @@ inline CommandResult run_command(const std::string& command) {
 // The linformer binary with arguments, run from the source directory.
 inline CommandResult run_linformer(const std::string& arguments) {
   return run_command(std::string("cd '") + LINFORMER_SOURCE_DIR + "' && '" + LINFORMER_BINARY + "' " + arguments);
+}
+
+// A run's metrics.csv without the wall-clock columns (tokens_per_second, elapsed_seconds): the
+// rows two runs of the same updates share.
+inline std::vector<std::string> metric_rows(const std::string& run_dir) {
+  std::istringstream in(read_file(run_dir + "/metrics.csv"));
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(in, line);) {
+    size_t cut = line.size();
+    for (int i = 0; i < 2; ++i) cut = line.rfind(',', cut - 1);
+    rows.push_back(line.substr(0, cut));
+  }
+  return rows;
 }
 
 }  // namespace linformer::testing

@@ -52,16 +52,7 @@ class TrainFixture : public ::testing::Test {
   }
 
   // metrics.csv without the wall-clock columns (tokens_per_second, elapsed_seconds).
-  static std::vector<std::string> metric_rows(const std::string& run_dir) {
-    std::istringstream in(read_file(run_dir + "/metrics.csv"));
-    std::vector<std::string> rows;
-    for (std::string line; std::getline(in, line);) {
-      size_t cut = line.size();
-      for (int i = 0; i < 2; ++i) cut = line.rfind(',', cut - 1);
-      rows.push_back(line.substr(0, cut));
-    }
-    return rows;
-  }
+  static std::vector<std::string> metric_rows(const std::string& run_dir) { return testing::metric_rows(run_dir); }
 
   // Rows of one kind (train, valid, test) of metric_rows, in order.
   static std::vector<std::string> rows_of(const std::vector<std::string>& rows, const std::string& kind) {

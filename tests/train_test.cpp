@@ -23,6 +23,7 @@ namespace linformer {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -409,6 +410,26 @@ TEST_F(TrainTest, EpochKeysStopValidateAndCheckpointAtEpochEnds) {
   train(every_two, with({"train.max_epochs=2", "validation.every_epochs=2"}));
   EXPECT_EQ(train(every_two, with({"train.max_epochs=4", "validation.every_epochs=2"}), "auto").updates, 4 * epoch);
   EXPECT_EQ(updates_of(rows_of(metric_rows(every_two), "valid")), (std::vector<int64_t>{2 * epoch, 4 * epoch}));
+}
+
+// validation.max_tokens is validation.max_batches counted in token positions (batches of 4 × 32
+// here, so 200 positions are two batches); the default bound is above a small split's size
+// (the fixture's recipe bounds max_batches: 0 lifts it).
+TEST_F(TrainTest, ValidationMaxTokensBoundsTheValidationToTheSplitsFirstBatches) {
+  TempDir runs;
+  const auto valid_rows = [&](const std::string& name, std::vector<std::string> settings) {
+    settings.push_back("train.max_updates=4");
+    train((runs.path() / name).string(), settings);
+    return rows_of(metric_rows((runs.path() / name).string()), "valid");
+  };
+  const auto by_tokens = valid_rows("tokens", {"validation.max_tokens=200", "validation.max_batches=0"});
+  EXPECT_EQ(by_tokens, valid_rows("batches", {"validation.max_tokens=0", "validation.max_batches=2"}));
+  const auto whole = valid_rows("whole", {"validation.max_tokens=0", "validation.max_batches=0"});
+  EXPECT_NE(by_tokens, whole) << "the valid split is no longer than two batches: the test checks nothing";
+  EXPECT_EQ(valid_rows("default", {"validation.max_batches=0"}), whole);
+  EXPECT_THAT(read_file((runs.path() / "tokens" / "train.log").string()),
+              HasSubstr("validation: the first 2 of the valid split's"));
+  EXPECT_THAT(read_file((runs.path() / "default" / "train.log").string()), Not(HasSubstr("validation: the first")));
 }
 
 TEST_F(TrainTest, ValidationMaskProbabilityKeepsTheValidationTaskFixed) {

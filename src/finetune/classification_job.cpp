@@ -48,7 +48,9 @@ MetricsRow classification_row(const ClassificationScores& s) {
 }
 
 JobValidation ClassificationJob::validate() {
-  last_scores_ = evaluate_classifier(model_, valid_, recipe_.train.batch_size, nullptr, recipe_.validation.max_batches);
+  const int64_t limit =
+      validation_batch_limit(recipe_.validation, static_cast<int64_t>(recipe_.train.batch_size) * recipe_.data.seq_len);
+  last_scores_ = evaluate_classifier(model_, valid_, recipe_.train.batch_size, nullptr, limit);
   JobValidation v;
   v.loss = last_scores_.loss();
   v.scores = classification_row(last_scores_);

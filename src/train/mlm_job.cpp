@@ -10,7 +10,19 @@
 namespace linformer {
 
 MlmJob::MlmJob(MlmModel& model, TrainingData& data, const config::Recipe& recipe)
-    : model_(model), data_(data), recipe_(recipe) {}
+    : model_(model),
+      data_(data),
+      recipe_(recipe),
+      valid_batches_(validation_batch_limit(
+          recipe.validation, World::size() * static_cast<int64_t>(recipe.train.batch_size) * recipe.data.seq_len)) {
+  const int64_t all = (data_.valid->batches_per_epoch() + World::size() - 1) / World::size();
+  if (valid_batches_ > 0 && valid_batches_ < all)
+    spdlog::info(
+        "validation: the first {} of the valid split's {} batches (validation.max_tokens = {}, "
+        "validation.max_batches = {})",
+        valid_batches_ * World::size(), data_.valid->batches_per_epoch(), recipe.validation.max_tokens,
+        recipe.validation.max_batches);
+}
 
 int MlmJob::read_update(int64_t update) {
   if (data_.short_updates > 0 && update == data_.short_updates + 1)
@@ -45,7 +57,7 @@ int64_t MlmJob::updates_for_epochs(int64_t epochs) const {
 }
 
 EvalResult MlmJob::evaluate(const std::function<void(data::Batch&)>& rearrange) const {
-  EvalResult r = linformer::evaluate(model_, *data_.valid, recipe_.validation.max_batches, &data_.unigram,
+  EvalResult r = linformer::evaluate(model_, *data_.valid, valid_batches_, &data_.unigram,
                                      {World::rank(), World::size()}, rearrange);
   int64_t counts[4] = {r.masked, r.correct, r.batches, r.tokens};
   World::sum(counts, 4);

@@ -320,6 +320,7 @@ struct ValidationConfig {
   int every;
   int every_epochs;
   int max_batches;
+  int64_t max_tokens;
   int patience;
   double mask_probability;
   bool shuffle_words;
@@ -332,6 +333,12 @@ struct ValidationConfig {
       "fine-tuning recipes validate after every epoch.",
       at_least(0));
     v("max_batches", max_batches, 0, "Validate on at most this many batches (0: the whole split).", at_least(0));
+    v("max_tokens", max_tokens, int64_t{1000000},
+      "Validate on at most the batches that hold this many token positions (train.batch_size × data.seq_len "
+      "each; 0: no bound): the split's first batches, the same at every validation, so a large corpus's "
+      "validation takes seconds, not hours. Brown's whole valid split is under the default. With "
+      "max_batches, the smaller bound holds.",
+      at_least(int64_t{0}));
     v("patience", patience, 0, "Early stopping: stop after this many validations without improvement (0: never).",
       at_least(0));
     v("mask_probability", mask_probability, 0.0,

@@ -37,7 +37,7 @@ class MlmJob final : public TrainingJob {
 
   // The valid split's scores, without a row or a best. Data parallel: each process scores its
   // share of the batches and the sums are added up, so R processes with batch b score the same
-  // blocks (validation.max_batches batches of R·b) as one process with batch R·b.
+  // blocks (validation_batch_limit batches of R·b) as one process with batch R·b.
   // `rearrange` changes each batch before the model reads it (data::shuffle_words).
   EvalResult evaluate(const std::function<void(data::Batch&)>& rearrange = {}) const;
 
@@ -45,6 +45,7 @@ class MlmJob final : public TrainingJob {
   MlmModel& model_;
   TrainingData& data_;
   const config::Recipe& recipe_;
+  int64_t valid_batches_;           // validation_batch_limit in batches of R × train.batch_size (0: all)
   std::vector<data::Batch> micro_;  // the update's micro-batches
   std::vector<int32_t> positions_;  // (M) int32 copy of a batch's target positions
 };

@@ -14,11 +14,23 @@
 #include "linformer/nn/parameters.h"
 #include "linformer/train/metrics_log.h"
 
+#include "linformer/config/recipe.h"
+
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace linformer {
+
+// The validation's bound in batches of `tokens_per_batch` positions: validation.max_batches or
+// the batches validation.max_tokens fills (at least one), the smaller; 0 when neither bounds it.
+inline int64_t validation_batch_limit(const config::ValidationConfig& v, int64_t tokens_per_batch) {
+  const int64_t by_tokens =
+      v.max_tokens > 0 ? std::max<int64_t>(1, (v.max_tokens + tokens_per_batch - 1) / tokens_per_batch) : 0;
+  if (v.max_batches == 0) return by_tokens;
+  return by_tokens == 0 ? v.max_batches : std::min<int64_t>(v.max_batches, by_tokens);
+}
 
 // One micro-batch's sums.
 struct MicroBatchResult {
