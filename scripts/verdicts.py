@@ -2,11 +2,16 @@
 """The paper's claims judged against seed noise, from the committed results alone.
 
   verdicts.py [--manifest M] [--results R] [--readme README.md]   write R/verdicts.json and the
-                                   verdict table between the README's verdict markers
+                                   verdict summary between the README's verdict markers
   verdicts.py --check [...]        exit 1 when the README's verdict block or R/verdicts.json is not
-                                   what the results give (nothing is written)
+                                   what the results give, or R/README.md lacks the full table
+                                   (nothing is written)
 
-`scripts/experiments.py` (run, report) writes the same after every report.
+`scripts/experiments.py` (run, report) writes the same after every report, and R/README.md: the
+full table, a row per check with its interval, and the seed spreads. The README's summary has a
+row per claim (its `label`, the experiment, the headline numbers, each check's outcome), at most
+12 and every cell at most 200 characters, then the seed noise of each seed_spread experiment and
+a link to the full table.
 
 Models and seeds. A model is a run name without a `_seedN` suffix; its seeds are the manifest's runs
 named MODEL or MODEL_seedN (any experiment of the manifest, seed recipes are listed in the `seeds_*`
@@ -73,7 +78,8 @@ def t975(df):
 # Claims in the manifest
 # ---------------------------------------------------------------------------------------------
 
-CLAIM_KEYS = {"paper", "tolerance", "baseline", "on_par", "ordered", "equal", "noise"}
+LABEL_MAX = 120  # a claim's label: the first cell of the README's summary row
+CLAIM_KEYS = {"paper", "label", "tolerance", "baseline", "on_par", "ordered", "equal", "noise"}
 SEED_SUFFIX = re.compile(r"_seed\d+$")
 
 
@@ -90,6 +96,7 @@ def read_tolerance(where, value):
 
 def read_claim(path, experiment, claim, base, names):
     """The paper's claim an experiment tests, and how it is checked (all optional but `paper`):
+    label: a short name of the claim for the README's summary (default: `paper`);
     baseline + on_par: on_par's perplexity within `tolerance` of baseline's; ordered: perplexity
     falls along the list; equal: every pair within `tolerance`; noise: a seed_spread experiment
     whose seeds lend their noise to single-seed models. Recipes become run names (the model's
@@ -110,6 +117,10 @@ def read_claim(path, experiment, claim, base, names):
         return run
 
     out = {"paper": claim["paper"], "tolerance": read_tolerance(where, claim.get("tolerance", 0.02))}
+    if "label" in claim:
+        if not isinstance(claim["label"], str) or not 0 < len(claim["label"]) <= LABEL_MAX:
+            raise ExperimentError(f"{where}: 'label' must be a string of 1 to {LABEL_MAX} characters")
+        out["label"] = claim["label"]
     for key in ("baseline", "on_par"):
         if key in claim:
             out[key] = run_of(claim[key])
@@ -292,8 +303,8 @@ def judge(claim, stats, sigma, df):
         else:
             steps = [compare(a, b) for i, a in enumerate(runs) for b in runs[i + 1:]]
             outcome = worst([within(lo, hi, band) for _, lo, hi in steps])
-            high = max(runs, key=lambda r: stats[r]["log_mean"])
-            low = min(runs, key=lambda r: stats[r]["log_mean"])
+            by_mean = sorted(runs, key=lambda r: stats[r]["log_mean"])  # two models even when the means tie
+            high, low = by_mean[-1], by_mean[0]
             measured += f": {labels[high]}/{labels[low]} " + ratio_text(*compare(high, low))
         rows.append(("equal", f"{', '.join(labels[r] for r in runs)} within {tol_text} of each other{where}",
                      measured, outcome, steps))
@@ -314,11 +325,11 @@ def claim_verdict(experiment, experiments, manifest_runs, results):
     sigma, df = pooled_noise(pool.values())
     noise = {"sigma": sigma, "df": df, "relative": math.exp(sigma) - 1 if sigma is not None else None,
              "family": family, "models": sorted(m for m, s in pool.items() if s["n"] >= 2)}
-    out = {"experiment": experiment, "paper": claim["paper"], "tolerance": claim["tolerance"], "noise": noise,
-           "models": models}
+    out = {"experiment": experiment, "paper": claim["paper"], "label": claim.get("label", claim["paper"]),
+           "tolerance": claim["tolerance"], "noise": noise, "models": models}
     missing = [r for r, s in models.items() if s["n"] == 0]
     if missing:
-        out["checks"] = [{"kind": "missing", "check": "–", "outcome": MISSING,
+        out["checks"] = [{"kind": "missing", "check": "–", "outcome": MISSING, "runs": missing,
                           "measured": "missing: " + ", ".join(missing) + f" ({len(models) - len(missing)} of "
                                       f"{len(models)} models done)"}]
         return out
@@ -328,8 +339,9 @@ def claim_verdict(experiment, experiments, manifest_runs, results):
             measured += f"; σ {noise['relative']:.1%} (df {df}{', ' + family if family else ''})"
         else:
             measured += "; no seeds"
+        runs = [claim["on_par"], claim["baseline"]] if kind == "on_par" else claim[kind]
         out["checks"].append({"kind": kind, "check": check, "measured": measured, "outcome": outcome,
-                              "log_ratios": [list(s) for s in steps if s is not None]})
+                              "runs": runs, "log_ratios": [list(s) for s in steps if s is not None]})
     return out
 
 
@@ -449,10 +461,88 @@ def table(verdicts):
 
 BEGIN, END = "<!-- verdict:begin -->\n", "<!-- verdict:end -->"
 
+# The README's summary: one row per claim, at most SUMMARY_ROWS (the rest named in a last row),
+# every cell at most CELL_MAX characters; the full table (table() above) is in RESULTS/README.md.
+SUMMARY_ROWS = 12
+CELL_MAX = 200
+SUMMARY_HEADER = ("| claim | experiment | final validation perplexity (mean over seeds); on-par ratio of geometric "
+                  "means [95% interval]; seed noise σ | verdict |\n|---|---|---|---|\n")
+CHECK_NAMES = {"ordered": "ordered", "on_par": "on par", "equal": "equal"}
+
+
+def mean_text(s):
+    return f"{s['mean']:,.1f}" + (f" ({s['n']} seeds)" if s["n"] > 1 else "")
+
+
+def summary_measured(v, brief=False):
+    """A claim's headline numbers: the ordered chain, the on-par ratio, the equal ones' extremes;
+    brief: the chain's ends and the number of equal ones only, when the lists make it too long."""
+    models, noise = v["models"], v["noise"]
+    if v["checks"][0]["kind"] == "missing":
+        missing = v["checks"][0]["runs"]
+        return (f"no results yet: {', '.join(missing)}" if len(", ".join(missing)) <= 120
+                else f"{len(missing)} of {len(models)} models without results")
+
+    def ratio(a, b):  # the ratio of geometric means, with its interval when there is a noise
+        if noise["sigma"] is None:
+            return f"×{math.exp(a['log_mean'] - b['log_mean']):.3g}"
+        return ratio_text(*interval(a, b, noise["sigma"], noise["df"]))
+
+    parts = []
+    for c in v["checks"]:
+        group = [models[r] for r in c["runs"]]
+        if c["kind"] == "ordered":
+            chain = [group[0], group[-1]] if brief and len(group) > 2 else group
+            parts.append((" → … → " if len(chain) < len(group) else " → ").join(mean_text(s) for s in chain))
+        elif c["kind"] == "on_par":  # after an ordered chain that ends with it, its mean alone
+            a, b = group
+            parts.append(f"{a['mean']:,.1f}" if len(v["checks"]) > 1 else mean_text(a))
+            parts[-1] += f" vs {mean_text(b)}: {ratio(a, b)}"
+        elif c["kind"] == "equal":
+            by_mean = sorted(group, key=lambda s: s["log_mean"])  # two models even when the means tie
+            high, low = by_mean[-1], by_mean[0]
+            parts.append((f"{len(group)} models" if brief else ", ".join(mean_text(s) for s in group))
+                         + f"; largest / smallest {ratio(high, low)}")
+    parts.append(f"σ {noise['relative']:.1%}" if noise["sigma"] is not None else "no seeds")
+    text = "; ".join(parts)
+    return summary_measured(v, brief=True) if len(text) > CELL_MAX and not brief else text
+
+
+def short_outcome(outcome):
+    return "cannot tell" if outcome == CANNOT_TELL else f"**{outcome}**" if outcome in (AGREES, DISAGREES) else outcome
+
+
+def summary_row(v):
+    e = v["experiment"]
+    outcomes = "; ".join(f"{CHECK_NAMES[c['kind']]}: {short_outcome(c['outcome'])}" if c["kind"] != "missing"
+                         else c["outcome"] for c in v["checks"])
+    label = v["label"] if len(v["label"]) <= LABEL_MAX else v["label"][:LABEL_MAX - 1] + "…"  # `paper` may be long
+    return f"| {label} | [{e}]({e}/) | {summary_measured(v)} | {outcomes} |\n"
+
+
+def summary(verdicts):
+    """The README's verdict summary (links relative to RESULTS): a row per claim, the seed noise
+    references in one line, and a link to the full table (RESULTS/README.md)."""
+    claims = verdicts["claims"]
+    text = SUMMARY_HEADER + "".join(summary_row(v) for v in claims[:SUMMARY_ROWS])
+    rest = claims[SUMMARY_ROWS:]
+    if rest:
+        names = ", ".join(v["experiment"] for v in rest)
+        text += (f"| {len(rest)} more claims, in the full table: "
+                 + (names if len(names) <= 150 else names[:149] + "…") + " | | | |\n")
+    noise = []
+    for s in verdicts["seed_spreads"]:
+        n = len(s["runs"])
+        noise.append(f"[{s['experiment']}]({s['experiment']}/) " + (f"{math.exp(s['log_sd']) - 1:.1%} ({n} seeds)"
+                     if s["log_sd"] is not None else f"not yet ({n} of {s['declared']} seeds)"))
+    return (text + "\nSeed noise σ of ln perplexity, one recipe at several seeds: "
+            + (", ".join(noise) if noise else "none measured") + ". \"Cannot tell\": at this noise the 95% interval "
+            "straddles the tolerance. Every check with its interval: [the full table](README.md).\n")
+
 
 def readme_block(verdicts):
     """The text between the repository README's markers (links from the repository's root)."""
-    return table(verdicts).replace("](", "](results/brown/")
+    return summary(verdicts).replace("](", "](results/brown/")
 
 
 def with_block(text, block):
@@ -480,7 +570,15 @@ def main(argv=None):
 
 
 def write(verdicts, results, readme, check=False):
-    """RESULTS/verdicts.json and the README's verdict block; with check, only compares (0: equal)."""
+    """RESULTS/verdicts.json and the README's verdict block; with check, only compares (0: equal).
+    RESULTS/README.md, when there, must hold the full table (scripts/experiments.py report writes it)."""
+    full = os.path.join(results, "README.md")
+    if os.path.exists(full):
+        with open(full) as f:
+            if table(verdicts) not in f.read():
+                print(f"verdicts: {full} lacks the full verdict table the results give "
+                      "(run scripts/experiments.py report)", file=sys.stderr)
+                return 1
     path = os.path.join(results, "verdicts.json")
     wanted = {path: json.dumps(verdicts, indent=1, ensure_ascii=False) + "\n"}
     if readme and os.path.exists(readme):

@@ -35,6 +35,7 @@ seed_spread = true
 recipes = ["base.toml", "fast.toml"]
 [fast_vs_base.claim]
 paper = "fast on par"
+label = "fast ≈ base"
 baseline = "base.toml"
 on_par = "fast.toml"
 tolerance = 0.02
@@ -70,6 +71,15 @@ paper = "a run not done"
 baseline = "base.toml"
 on_par = "ghost.toml"
 """
+
+
+def assert_short_cells(test, text, most=verdicts.CELL_MAX):
+    """Every cell of every table row of TEXT at most `most` characters."""
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    test.assertTrue(rows)
+    for row in rows:
+        for cell in row.strip("|").split(" | "):
+            test.assertLessEqual(len(cell.strip()), most, cell)
 
 
 def write_run(results, name, ppl):
@@ -150,6 +160,7 @@ class MadeUpRuns(unittest.TestCase):
 
         # base against near (100, one seed): ratio 1 ± half: straddles ±ln 1.02, inside ±6 sd = ±0.6.
         self.assertEqual(claims["near_2pc"]["checks"][0]["outcome"], "cannot tell at this noise")
+        self.assertIn(f"×1 [{math.exp(-half):.3g}, {math.exp(half):.3g}]", claims["near_2pc"]["checks"][0]["measured"])
         six = claims["near_6sd"]["checks"][0]
         self.assertLess(half, 0.6)
         self.assertEqual(six["outcome"], "agrees")
@@ -177,12 +188,32 @@ class MadeUpRuns(unittest.TestCase):
         self.assertAlmostEqual(spread["spread"], E * E - 1)
         self.assertIn("spread 22.1% (largest over smallest, 3 of 3 runs), σ of ln perplexity 10.5%", spread["line"])
 
-        # The README's block is the table, its links from the repository's root; the rest is kept.
+        # The full table (RESULTS/README.md, written by experiments.py) has a row per check.
+        full = verdicts.table(everything)
+        self.assertIn("| fast on par ([fast_vs_base](fast_vs_base/)) | fast within 2% (0.2 σ) of base | ", full)
+        self.assertIn("| a run not done ([partial](partial/)) | – | missing: ghost (1 of 2 models done) | runs missing |", full)
+
+        # The README's block is the summary, a row per claim (its label, or its paper text), its links
+        # from the repository's root; the rest of the README is kept.
         with open(self.readme) as f:
             text = f.read()
-        self.assertTrue(text.startswith("intro\n<!-- verdict:begin -->\n| claim (paper) |"))
+        self.assertTrue(text.startswith("intro\n<!-- verdict:begin -->\n| claim | experiment |"))
         self.assertTrue(text.endswith("<!-- verdict:end -->\nrest\n"))
-        self.assertIn("| fast on par ([fast_vs_base](results/brown/fast_vs_base/)) | fast within 2% (0.2 σ) of base | ", text)
+        lo, hi = math.exp(math.log(0.5) - half), math.exp(math.log(0.5) + half)
+        b = f"{base['mean']:.1f} (3 seeds)"
+        for row in (f"| fast ≈ base | [fast_vs_base](results/brown/fast_vs_base/) | 50.0 vs {b}: ×0.5 [{lo:.3g}, {hi:.3g}]; "
+                    "σ 10.5% | on par: **disagrees** |",
+                    f"| falls | [order](results/brown/order/) | 400.0 → {b} → 50.0; σ 10.5% | ordered: **agrees** |",
+                    f"| equal at 2% | [near_2pc](results/brown/near_2pc/) | {b}, 100.0; largest / smallest ×1 "
+                    f"[{math.exp(-half):.3g}, {math.exp(half):.3g}]; σ 10.5% | equal: cannot tell |",
+                    "| one seed each | [solo](results/brown/solo/) | 81.0 vs 80.0: ×1.01; no seeds | on par: cannot tell |",
+                    "| a run not done | [partial](results/brown/partial/) | no results yet: ghost | runs missing |"):
+            self.assertIn(row + "\n", text)
+        self.assertEqual(text.count("\n| "), 1 + len(claims))  # the header and a row per claim
+        self.assertIn("\nSeed noise σ of ln perplexity, one recipe at several seeds: [seeds](results/brown/seeds/) "
+                      "10.5% (3 seeds). ", text)
+        self.assertIn("[the full table](results/brown/README.md).\n<!-- verdict:end -->", text)
+        assert_short_cells(self, text)
 
     def test_check_fails_on_a_stale_readme_and_passes_once_written(self):
         r = self.generate("--check")
@@ -192,8 +223,55 @@ class MadeUpRuns(unittest.TestCase):
         self.assertEqual(self.generate().returncode, 0)
         self.assertEqual(self.generate("--check").returncode, 0)
 
+    def test_the_summary_stays_short_however_many_and_long_the_claims(self):
+        # Fifteen claims, each with a paper text of 300 characters and no label, long chains and
+        # equal lists: twelve rows, then one naming the rest; every cell at most 200 characters.
+        names = [f"long_model_name_number_{i}" for i in range(12)]
+        for name in names:
+            with open(os.path.join(self.dir.name, name + ".toml"), "w") as f:
+                f.write("\n")
+            write_run(self.results, name, 100.0 + len(name))
+        recipes = ", ".join(f'"{n}.toml"' for n in names)
+        extra = "".join(f"""
+[many_{i}]
+recipes = ["base.toml", "base_seed2.toml", "base_seed3.toml", {recipes}]
+[many_{i}.claim]
+paper = "{"a very long claim " * 17}"
+ordered = [{recipes}]
+equal = ["base.toml", {recipes}]
+baseline = "base.toml"
+on_par = "{names[-1]}.toml"
+""" for i in range(9))
+        with open(self.manifest, "a") as f:
+            f.write(extra)
+        r = self.generate()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.readme) as f:
+            text = f.read()
+        self.assertEqual(text.count("\n| "), 1 + verdicts.SUMMARY_ROWS + 1)
+        self.assertIn("| 3 more claims, in the full table: many_6, many_7, many_8 | | | |\n", text)
+        self.assertIn(" → … → ", text)  # the chain shortened to its ends
+        self.assertIn("13 models; largest / smallest", text)
+        assert_short_cells(self, text)
+
+    def test_check_wants_the_full_table_in_the_results_readme(self):
+        self.assertEqual(self.generate().returncode, 0)
+        full = os.path.join(self.results, "README.md")
+        with open(full, "w") as f:
+            f.write("# results\n\nan old table\n")
+        for extra in (("--check",), ()):
+            r = self.generate(*extra)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("lacks the full verdict table", r.stderr)
+        with open(os.path.join(self.results, "verdicts.json")) as f:
+            found = json.load(f)
+        with open(full, "w") as f:
+            f.write("# results\n\n" + verdicts.table(found) + "\nmore\n")
+        self.assertEqual(self.generate("--check").returncode, 0)
+
     def test_bad_claims_are_refused_naming_the_claim(self):
-        for bad, message in (('tolerance = "a lot"', "[solo.claim]: tolerance must be a relative number"),
+        for bad, message in (('label = "' + "x" * 121 + '"', "[solo.claim]: 'label' must be a string of 1 to 120 characters"),
+                             ('tolerance = "a lot"', "[solo.claim]: tolerance must be a relative number"),
                              ('noise = "order"', "[solo.claim] noise = 'order' is not an experiment of the manifest "
                                                  "with seed_spread = true")):
             with open(self.manifest, "w") as f:
@@ -216,6 +294,22 @@ class CommittedResults(unittest.TestCase):
         for row in verdicts.table(found).split("\n\n")[0].splitlines()[2:]:
             for cell in row.strip("|").split(" | "):
                 self.assertLessEqual(len(cell), 200, cell)
+
+    def test_the_readme_summary_is_short_and_links_the_full_table(self):
+        with open(os.path.join(ROOT, "README.md")) as f:
+            text = f.read()
+        block = text[text.index(verdicts.BEGIN):text.index(verdicts.END)]
+        rows = [line for line in block.splitlines() if line.startswith("| ")]
+        self.assertLessEqual(len(rows) - 1, verdicts.SUMMARY_ROWS + 1)  # the header aside
+        assert_short_cells(self, block)
+        self.assertIn("[the full table](results/brown/README.md)", block)
+        with open(os.path.join(ROOT, "results", "brown", "README.md")) as f:
+            full = f.read()
+        with open(os.path.join(ROOT, "results", "brown", "verdicts.json")) as f:
+            claims = json.load(f)["claims"]
+        for c in claims:  # every check of every claim in the full table
+            for check in c["checks"]:
+                self.assertIn(f" | {check['check']} | {check['measured']} | {check['outcome']} |", full)
 
 
 class CitedNumbers(unittest.TestCase):
