@@ -1,6 +1,7 @@
 """The front door cannot rot: every relative link and every backticked repository path in the
 README, CONTRIBUTING.md, RELIABILITY.md and the guide (docs/*.md) exists, every heading a link
-names exists on its page, and every folder of results/ has its line in results/INDEX.md.
+names exists on its page, every folder of results/ has its line in results/INDEX.md, and no
+Markdown table cell of the README (the generated verdict block's included) is over 200 characters.
 
 Usage: docs_links_test.py   (no binary needed)
 """
@@ -15,6 +16,7 @@ PATH_ROOTS = ("results/", "recipes/", "scripts/", "docs/", "tests/", "src/", "in
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
 INDEX = os.path.join("results", "INDEX.md")
+MAX_CELL = 200  # characters in one README table cell (issue 49: a front page, not a results log)
 
 
 def documents():
@@ -45,6 +47,47 @@ def cited_paths(text):
         # not a pattern, a placeholder or a message's file:line
         if word.startswith(PATH_ROOTS) and not re.search(r"[*?{}<>…\[\]|$]|:\d", word):
             yield word.rstrip(".,;:")
+
+
+def table_cells(text):
+    """(line number, cell) for every cell of every Markdown table row outside fenced code blocks:
+    a line starting with '|', split on the pipes that are not escaped (GitHub splits inside code
+    spans too), the outer pipes dropped, each cell stripped of its padding."""
+    fenced = False
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        row = line.strip()
+        if fenced or not row.startswith("|"):
+            continue
+        cells = re.split(r"(?<!\\)\|", row)[1:]
+        if cells and cells[-1].strip() == "":
+            cells = cells[:-1]
+        for cell in cells:
+            yield number, cell.strip()
+
+
+def long_cells(text, limit=MAX_CELL):
+    return [f"line {n}: {len(c)} characters: {c[:60]}…" for n, c in table_cells(text) if len(c) > limit]
+
+
+class TableCells(unittest.TestCase):
+    def test_a_made_up_table(self):
+        ok = "| a | b |\n|---|---|\n| " + "x" * 200 + " | `p \\| q` |\n"
+        self.assertEqual(long_cells(ok), [])
+        self.assertEqual([c for _, c in table_cells(ok)], ["a", "b", "---", "---", "x" * 200, "`p \\| q`"])
+        too_long = ok + "| short | " + "y" * 201 + " |\n"
+        self.assertEqual(len(long_cells(too_long)), 1)
+        self.assertIn("line 4: 201 characters", long_cells(too_long)[0])
+        self.assertEqual(long_cells("```\n| " + "z" * 300 + " |\n```\n"), [])  # code, not a table
+
+    def test_readme_cells_are_at_most_200_characters(self):
+        with open(os.path.join(ROOT, "README.md")) as f:
+            text = f.read()
+        self.assertIn("<!-- verdict:begin -->", text)  # the generated verdict table is checked too
+        self.assertGreater(len(list(table_cells(text))), 20, "the table pattern no longer finds the tables")
+        self.assertEqual(long_cells(text), [])
 
 
 class Links(unittest.TestCase):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# S/M as recipes/bench/*.toml since 2026-11-28 (the same resolved recipe as the --set chain this was measured with)
 # bf16 training keeps attention probabilities only in bf16 (8069b44: P's rounding is what the
 # softmax backward reads; 646463c: no f32 P or dP kept without attention dropout), measured on the
 # AMD EPYC Zen 5 VM: the step before and after (bench_before_after, alternating), full attention
@@ -10,18 +11,14 @@ cd "$(dirname "$0")/../.."
 out=results/2026-11-26_zen5_bf16_probs
 before=${BEFORE:-/tmp/runbin/linformer_c7e8e40}  # the binary before these commits
 after=${AFTER:-build/linformer}
-S=(--recipe recipes/brown/base.toml --set model.d_model=256 --set model.heads=4 --set model.ffn_dim=1024
-   --set model.layers=4 --set masking.probability=0.15 --set model.k=128 --set model.dropout=0
-   --set model.attention_dropout=0)
 ROUNDS=5 scripts/bench_before_after.sh "$before" "$after" "$out"
 for bin in "$before" "$after"; do
   for precision in fp32 bf16; do
-    echo "$("$bin" --version | head -1), $precision: $("$bin" bench train "${S[@]}" --set model.attention=full \
+    echo "$("$bin" --version | head -1), $precision: $("$bin" bench train --recipe recipes/bench/S_full.toml \
       --set train.precision=$precision --steps 2 | grep '^memory')"
   done
 done > "$out/memory_full_attention.txt"
-PRECISION=bf16 ROUNDS=5 STEPS=8 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]:2}" \
-  --set model.attention=full > "$out/S_full_bf16.txt" 2>&1
+PRECISION=bf16 ROUNDS=5 STEPS=8 scripts/bench_compare.sh recipes/bench/S_full.toml > "$out/S_full_bf16.txt" 2>&1
 # The bf16 check at three seeds (about 7 minutes a run here).
 BF16_CHECK_DIR=runs/bf16_check_s1 PRECISIONS=bf16 LINFORMER="$after" scripts/bf16_check.sh > "$out/bf16_check_seed1.txt" 2>&1 || true
 for seed in 2 3; do

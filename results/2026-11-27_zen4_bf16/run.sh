@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# S/M as recipes/bench/*.toml since 2026-11-28 (the same resolved recipe as the --set chain this was measured with)
 # The performance issue's checks on an AMD EPYC Zen 4 with avx512_bf16 (the kind of machine the
 # issue's targets are checked on), after the bf16 fusions measured on Zen 5 and the AMX Xeon:
 # the training step in bf16 and fp32 against PyTorch (fp32, bf16 autocast) side by side
@@ -12,29 +13,23 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=results/2026-11-27_zen4_bf16
 rounds=${ROUNDS:-5}
-S=(--set model.d_model=256 --set model.heads=4 --set model.ffn_dim=1024 --set model.layers=4
-   --set masking.probability=0.15 --set model.k=128)
-M=(--set model.d_model=512 --set model.heads=8 --set model.ffn_dim=2048 --set model.layers=6
-   --set masking.probability=0.15 --set model.k=128)
 scripts/machine_info.sh > "$out/machine.txt"
 build/linformer --version >> "$out/machine.txt"
 for precision in bf16 fp32; do
-  PRECISION=$precision ROUNDS=$rounds STEPS=8 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]}" \
+  PRECISION=$precision ROUNDS=$rounds STEPS=8 scripts/bench_compare.sh recipes/bench/S.toml \
     > "$out/S_linformer_$precision.txt" 2>&1
-  PRECISION=$precision ROUNDS=$rounds STEPS=8 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]}" \
-    --set model.attention=full > "$out/S_full_$precision.txt" 2>&1
-  PRECISION=$precision ROUNDS=$rounds STEPS=4 scripts/bench_compare.sh recipes/brown/base.toml "${M[@]}" \
+  PRECISION=$precision ROUNDS=$rounds STEPS=8 scripts/bench_compare.sh recipes/bench/S_full.toml \
+    > "$out/S_full_$precision.txt" 2>&1
+  PRECISION=$precision ROUNDS=$rounds STEPS=4 scripts/bench_compare.sh recipes/bench/M.toml \
     > "$out/M_linformer_$precision.txt" 2>&1
 done
 # One bench train output per precision and configuration, with the split by stage and kernel family.
 for precision in bf16 fp32; do
-  build/linformer bench train --recipe recipes/brown/base.toml "${S[@]}" --set model.dropout=0 \
-    --set model.attention_dropout=0 --set train.precision=$precision --steps 8 > "$out/S_bench_train_$precision.txt"
-  build/linformer bench train --recipe recipes/brown/base.toml "${S[@]}" --set model.attention=full \
-    --set model.dropout=0 --set model.attention_dropout=0 --set train.precision=$precision --steps 8 \
+  build/linformer bench train --recipe recipes/bench/S.toml --set train.precision=$precision --steps 8 > "$out/S_bench_train_$precision.txt"
+  build/linformer bench train --recipe recipes/bench/S_full.toml \
+    --set train.precision=$precision --steps 8 \
     > "$out/S_full_bench_train_$precision.txt"
-  build/linformer bench train --recipe recipes/brown/base.toml "${M[@]}" --set model.dropout=0 \
-    --set model.attention_dropout=0 --set train.precision=$precision --steps 4 > "$out/M_bench_train_$precision.txt"
+  build/linformer bench train --recipe recipes/bench/M.toml --set train.precision=$precision --steps 4 > "$out/M_bench_train_$precision.txt"
 done
 # Beside one busy process (the program's default wait policy), the base recipe as in
 # results/2026-11-25_shared_cpu/.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# S/M as recipes/bench/*.toml since 2026-11-28 (the same resolved recipe as the --set chain this was measured with)
 # Weights packed into the kernel's blocked layout before tall products (src/kernels/matmul.cpp,
 # packs_weights), measured on an AMD EPYC with avx512_bf16 (the performance issue's kind of
 # machine), idle, in one run:
@@ -23,14 +24,12 @@ M=(--set model.d_model=512 --set model.heads=8 --set model.ffn_dim=2048 --set mo
 PRECISION=bf16 ROUNDS=5 scripts/bench_before_after.sh "$before" "$after" "$out/S_bf16"
 PRECISION=fp32 ROUNDS=3 scripts/bench_before_after.sh "$before" "$after" "$out/S_fp32"
 PRECISION=bf16 ROUNDS=3 scripts/bench_before_after.sh "$before" "$after" "$out/M_bf16" "${M[@]}"
-S=(--set model.d_model=256 --set model.heads=4 --set model.ffn_dim=1024 --set model.layers=4
-   --set masking.probability=0.15 --set model.k=128)
 for precision in bf16 fp32; do
   rounds=5; [ $precision = fp32 ] && rounds=3
-  PRECISION=$precision ROUNDS=$rounds STEPS=8 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]}" \
+  PRECISION=$precision ROUNDS=$rounds STEPS=8 scripts/bench_compare.sh recipes/bench/S.toml \
     > "$out/torch_S_linformer_$precision.txt" 2>&1
-  PRECISION=$precision ROUNDS=$rounds STEPS=8 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]}" \
-    --set model.attention=full > "$out/torch_S_full_$precision.txt" 2>&1
-  PRECISION=$precision ROUNDS=3 STEPS=4 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]}" "${M[@]}" \
+  PRECISION=$precision ROUNDS=$rounds STEPS=8 scripts/bench_compare.sh recipes/bench/S_full.toml \
+    > "$out/torch_S_full_$precision.txt" 2>&1
+  PRECISION=$precision ROUNDS=3 STEPS=4 scripts/bench_compare.sh recipes/bench/M.toml \
     > "$out/torch_M_$precision.txt" 2>&1
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# S/M as recipes/bench/*.toml since 2026-11-28 (the same resolved recipe as the --set chain this was measured with)
 # Softmax row sums in f32 over 16 lanes (the exponentials' pass and the backward's dot products
 # had vectorised 8 lanes wide on double sums), measured on an avx512_bf16 machine, idle: the step
 # before and after in bf16 and fp32 (bench_before_after, alternating; each line has the softmax
@@ -13,9 +14,7 @@ before=${BEFORE:?set BEFORE to a linformer binary built from the commit before t
 after=${AFTER:-build/linformer}
 PRECISION=bf16 ROUNDS=5 scripts/bench_before_after.sh "$before" "$after" "$out/bf16"
 PRECISION=fp32 ROUNDS=3 scripts/bench_before_after.sh "$before" "$after" "$out/fp32"
-S=(--set model.d_model=256 --set model.heads=4 --set model.ffn_dim=1024 --set model.layers=4
-   --set masking.probability=0.15 --set model.k=128 --set model.attention=full)
-PRECISION=bf16 ROUNDS=5 STEPS=8 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]}" > "$out/S_full_bf16.txt" 2>&1
+PRECISION=bf16 ROUNDS=5 STEPS=8 scripts/bench_compare.sh recipes/bench/S_full.toml > "$out/S_full_bf16.txt" 2>&1
 BF16_CHECK_DIR=runs/bf16_check_softmax LINFORMER="$after" scripts/bf16_check.sh > "$out/bf16_check_seed1.txt" 2>&1 || true
 SEEDS="2 3" BF16_CHECK_DIR=runs/bf16_check_softmax_seeds LINFORMER="$after" scripts/bf16_check.sh > "$out/bf16_check_seeds2_3.txt" 2>&1 || true
 # bf16 against fp32 with both binaries at seeds 4 and 5: one fp32 run per seed (after: its fp32

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# S/M as recipes/bench/*.toml since 2026-11-28 (the same resolved recipe as the --set chain this was measured with)
 # Three cuts of the training step (GELU keeps its derivative, no residual-gradient copy without
 # dropout, Linformer's f32 K̃, Ṽ cache in dense blocks), measured on an AMD EPYC with avx512_bf16,
 # idle:
@@ -14,9 +15,6 @@ before=${1:?usage: run.sh BEFORE_BINARY}
 after=build/linformer
 scripts/machine_info.sh > "$out/machine.txt"
 "$after" --version >> "$out/machine.txt"
-S=(--set model.d_model=256 --set model.heads=4 --set model.ffn_dim=1024 --set model.layers=4
-   --set masking.probability=0.15 --set model.k=128)
-M=(--set model.d_model=512 --set model.heads=8 --set model.ffn_dim=2048 --set model.layers=6)
 # 1. Before and after.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -28,30 +26,30 @@ for precision in fp32 bf16; do
   for round in 1 2 3; do
     for which in before after; do
       bin=$before; [ $which = after ] && bin=$after
-      echo "M $precision round $round $which: $("$bin" bench train --recipe recipes/brown/base.toml "${S[@]}" "${M[@]}" \
-        --set model.dropout=0 --set model.attention_dropout=0 --set train.precision=$precision --steps 4 | grep '^throughput')"
+      echo "M $precision round $round $which: $("$bin" bench train --recipe recipes/bench/M.toml \
+        --set train.precision=$precision --steps 4 | grep '^throughput')"
     done
   done
 done > "$out/before_after_M.txt"
 # 2. The products of an fp32 step of S, per oneDNN primitive (ms per step over 9 steps).
 for which in before after; do
   bin=$before; [ $which = after ] && bin=$after
-  ONEDNN_VERBOSE=1 "$bin" bench train --recipe recipes/brown/base.toml "${S[@]}" --set model.dropout=0 \
-    --set model.attention_dropout=0 --set train.precision=fp32 --steps 9 > "$tmp/verbose.txt" 2>&1
+  ONEDNN_VERBOSE=1 "$bin" bench train --recipe recipes/bench/S.toml \
+    --set train.precision=fp32 --steps 9 > "$tmp/verbose.txt" 2>&1
   /usr/bin/python3 results/2026-11-27_zen5_matmul_layouts/sum_verbose.py "$tmp/verbose.txt" 9 > "$out/products_S_fp32_$which.txt"
 done
 # 3. Against PyTorch.
 for precision in bf16 fp32; do
   rounds=5; [ $precision = fp32 ] && rounds=3
-  PRECISION=$precision ROUNDS=$rounds STEPS=8 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]}" \
+  PRECISION=$precision ROUNDS=$rounds STEPS=8 scripts/bench_compare.sh recipes/bench/S.toml \
     > "$out/torch_S_linformer_$precision.txt" 2>&1
-  PRECISION=$precision ROUNDS=$rounds STEPS=8 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]}" \
-    --set model.attention=full > "$out/torch_S_full_$precision.txt" 2>&1
-  PRECISION=$precision ROUNDS=3 STEPS=4 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]}" "${M[@]}" \
+  PRECISION=$precision ROUNDS=$rounds STEPS=8 scripts/bench_compare.sh recipes/bench/S_full.toml \
+    > "$out/torch_S_full_$precision.txt" 2>&1
+  PRECISION=$precision ROUNDS=3 STEPS=4 scripts/bench_compare.sh recipes/bench/M.toml \
     > "$out/torch_M_$precision.txt" 2>&1
 done
 # M again, 5 rounds each.
 for precision in bf16 fp32; do
-  PRECISION=$precision ROUNDS=5 STEPS=4 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]}" "${M[@]}" \
+  PRECISION=$precision ROUNDS=5 STEPS=4 scripts/bench_compare.sh recipes/bench/M.toml \
     > "$out/torch_M_${precision}_again.txt" 2>&1
 done

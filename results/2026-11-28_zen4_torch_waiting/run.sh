@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# S/M as recipes/bench/*.toml since 2026-11-28 (the same resolved recipe as the --set chain this was measured with)
 # PyTorch's OpenMP waiting, and the comparison again with PyTorch's default:
 #   1. scripts/bench_torch.py alone with OMP_WAIT_POLICY=passive (what bench_compare.sh forced
 #      until 2026-11-28), active and unset (PyTorch's default), alternating, 3 rounds, for config S
@@ -11,16 +12,13 @@ cd "$(dirname "$0")/../.."
 out=results/2026-11-28_zen4_torch_waiting
 scripts/machine_info.sh > "$out/machine.txt"
 build/linformer --version >> "$out/machine.txt"
-S=(--set model.d_model=256 --set model.heads=4 --set model.ffn_dim=1024 --set model.layers=4
-   --set masking.probability=0.15 --set model.k=128)
-M=(--set model.d_model=512 --set model.heads=8 --set model.ffn_dim=2048 --set model.layers=6)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 if [ "${SKIP_WAITING:-0}" != 1 ]; then
-  common=(--recipe recipes/brown/base.toml "${S[@]}" --set model.dropout=0 --set model.attention_dropout=0 --steps 1)
-  build/linformer bench train "${common[@]}" --json "$tmp/s.json" > /dev/null
-  build/linformer bench train "${common[@]}" --set model.attention=full --json "$tmp/sf.json" > /dev/null
-  build/linformer bench train "${common[@]}" "${M[@]}" --json "$tmp/m.json" > /dev/null
+  common=(--steps 1)
+  build/linformer bench train --recipe recipes/bench/S.toml "${common[@]}" --json "$tmp/s.json" > /dev/null
+  build/linformer bench train --recipe recipes/bench/S_full.toml "${common[@]}" --json "$tmp/sf.json" > /dev/null
+  build/linformer bench train --recipe recipes/bench/M.toml "${common[@]}" --json "$tmp/m.json" > /dev/null
   for cfg in m s sf; do
     steps=8; [ $cfg = m ] && steps=4
     for precision in bf16 fp32; do
@@ -49,13 +47,13 @@ PY
 fi
 for precision in bf16 fp32; do
   export PRECISION=$precision ROUNDS=3
-  STEPS=8 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]}" > "$out/torch_S_linformer_$precision.txt" 2>&1
-  STEPS=8 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]}" --set model.attention=full \
+  STEPS=8 scripts/bench_compare.sh recipes/bench/S.toml > "$out/torch_S_linformer_$precision.txt" 2>&1
+  STEPS=8 scripts/bench_compare.sh recipes/bench/S_full.toml \
     > "$out/torch_S_full_$precision.txt" 2>&1
-  STEPS=4 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]}" "${M[@]}" > "$out/torch_M_$precision.txt" 2>&1
+  STEPS=4 scripts/bench_compare.sh recipes/bench/M.toml > "$out/torch_M_$precision.txt" 2>&1
 done
 # M again, 5 rounds each.
 for precision in bf16 fp32; do
-  PRECISION=$precision ROUNDS=5 STEPS=4 scripts/bench_compare.sh recipes/brown/base.toml "${S[@]}" "${M[@]}" \
+  PRECISION=$precision ROUNDS=5 STEPS=4 scripts/bench_compare.sh recipes/bench/M.toml \
     > "$out/torch_M_${precision}_again.txt" 2>&1
 done
