@@ -350,6 +350,7 @@ class CitedNumbers(unittest.TestCase):
         self.cited(f"| 70.3 | {100 * seeds[0][2]:.1f}, {100 * seeds[1][2]:.1f} |")
         self.cited(f"k = 128 at {self.interval('k_n512_warmup', 'on_par')} of it at 95%")
         self.cited(f"(\"disagrees\": 95% interval {self.interval('k_main_job', 'on_par')})")
+        self.cited(f"the Transformer's seed spread here is {self.v['experiment_spreads']['seeds_main_job_full']:.1%}")
         self.cited(f"(\"disagrees\": 95% interval {self.interval('k_n1024_warmup', 'on_par')};")
 
 
