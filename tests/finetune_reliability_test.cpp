@@ -26,14 +26,7 @@ TEST_F(FinetuneReliability, SigkillAtAnyMomentThenResumeEqualsAnUninterruptedRun
   finetune(straight, "none");
   const std::string run = (runs.path() / "run").string();
   const std::string command = finetune_command(run) + " --resume auto";
-  int kills = 0;
-  for (int round = 0; round < 10; ++round) {
-    const std::string delay = std::to_string(0.05 + 0.03 * round);
-    const auto r = testing::run_command(command + " >/dev/null 2>&1 & pid=$!; sleep " + delay +
-                                        "; kill -KILL $pid 2>/dev/null && echo killed; wait $pid");
-    kills += r.output.find("killed") != std::string::npos;
-  }
-  EXPECT_GE(kills, 5) << "the run finished before most kills: lengthen it";
+  EXPECT_GE(testing::kill_repeatedly(command, 10, 0.05, 0.03), 5) << "the run finished before most kills: lengthen it";
   EXPECT_EQ(finetune(run, "none", {}, "auto").updates, 6 * 16);
   expect_same_run(run, straight);
 }

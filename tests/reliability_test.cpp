@@ -211,14 +211,7 @@ TEST_F(Reliability, SigkillAtAnyMomentThenResumeEqualsAnUninterruptedRun) {
   const std::string run = (runs.path() / "run").string();
   std::string command = kBinary + " train --recipe " + recipe_ + " --run-dir " + run + " --resume auto";
   for (const auto& s : settings) command += " --set " + s;
-  int kills = 0;
-  for (int round = 0; round < 8; ++round) {
-    const std::string delay = std::to_string(0.05 + 0.04 * round);
-    const auto r = testing::run_command(command + " >/dev/null 2>&1 & pid=$!; sleep " + delay +
-                                        "; kill -KILL $pid 2>/dev/null && echo killed; wait $pid");
-    kills += r.output.find("killed") != std::string::npos;
-  }
-  EXPECT_GE(kills, 4) << "the run finished before most kills: lengthen it";
+  EXPECT_GE(testing::kill_repeatedly(command, 8, 0.05, 0.04), 4) << "the run finished before most kills: lengthen it";
   EXPECT_EQ(train(run, settings, "auto").updates, 600);
   EXPECT_EQ(metric_rows(run), metric_rows(straight));
   EXPECT_EQ(final_weights(run), final_weights(straight));

@@ -91,6 +91,19 @@ inline CommandResult run_linformer(const std::string& arguments) {
   return run_command(std::string("cd '") + LINFORMER_SOURCE_DIR + "' && '" + LINFORMER_BINARY + "' " + arguments);
 }
 
+// Runs `command` `rounds` times, each killed with SIGKILL after first_delay + round × step
+// seconds (a command that finished by then is not); returns how many were killed.
+inline int kill_repeatedly(const std::string& command, int rounds, double first_delay, double step) {
+  int kills = 0;
+  for (int round = 0; round < rounds; ++round) {
+    const std::string delay = std::to_string(first_delay + step * round);
+    const auto r = run_command(command + " >/dev/null 2>&1 & pid=$!; sleep " + delay +
+                               "; kill -KILL $pid 2>/dev/null && echo killed; wait $pid");
+    kills += r.output.find("killed") != std::string::npos;
+  }
+  return kills;
+}
+
 // A run's metrics.csv without the wall-clock columns (tokens_per_second, elapsed_seconds): the
 // rows two runs of the same updates share.
 inline std::vector<std::string> metric_rows(const std::string& run_dir) {
