@@ -351,6 +351,10 @@ class CitedNumbers(unittest.TestCase):
         self.cited(f"k = 128 at {self.interval('k_n512_warmup', 'on_par')} of it at 95%")
         self.cited(f"(\"disagrees\": 95% interval {self.interval('k_main_job', 'on_par')})")
         self.cited(f"the Transformer's seed spread here is {self.v['experiment_spreads']['seeds_main_job_full']:.1%}")
+        nopad = [self.v["runs"][r]["valid_ppl"] for r in ("s20_full_attention_nopad", "s20_k128_identity_nopad")]
+        self.cited(f"the pair ends at {nopad[0]:.1f} and {nopad[1]:.1f} (validation")
+        self.cited(f"{abs(nopad[1] / nopad[0] - 1):.2%} apart")
+        self.cited(f"(means over seeds; 95% interval {self.interval('identity_main_job', 'on_par')}), a gap")
         self.cited(f"(\"disagrees\": 95% interval {self.interval('k_n1024_warmup', 'on_par')};")
 
 
