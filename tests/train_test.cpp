@@ -13,10 +13,12 @@
 #include "test_util.h"
 #include "train_fixture.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 namespace linformer {
@@ -452,6 +454,38 @@ TEST_F(TrainTest, ValidationMaskProbabilityKeepsTheValidationTaskFixed) {
   // The same validation positions and targets as the run trained at 15%.
   EXPECT_EQ(at_40_valid_15.masked, at_15.masked);
   EXPECT_EQ(at_40_valid_15.unigram_loss_sum, at_15.unigram_loss_sum);
+}
+
+// eval --same-targets masks by each token's place in the split: checkpoints of different n score
+// the same tokens (equal digests and counts, the same unigram loss on them), which the block
+// masks of validation do not give (issue 50: perplexities compared across n).
+TEST_F(TrainTest, SameTargetsScoreTheSameTokensAtEveryN) {
+  TempDir runs;
+  std::map<int, EvalReport> same, by_block;
+  for (const int n : {16, 32, 64}) {
+    const std::string run = (runs.path() / ("n" + std::to_string(n))).string();
+    train(run, {"data.seq_len=" + std::to_string(n), "train.max_updates=2", "validation.max_batches=1"});
+    EvalOptions o;
+    o.checkpoint = list_checkpoints(run + "/checkpoints").back().path;
+    by_block[n] = run_eval(o);
+    EXPECT_FALSE(by_block[n].targets_digest);
+    o.same_targets = true;
+    same[n] = run_eval(o);
+    ASSERT_TRUE(same[n].targets_digest) << n;
+  }
+  for (const int n : {32, 64}) {
+    EXPECT_EQ(*same[n].targets_digest, *same[16].targets_digest) << "n = " << n;
+    EXPECT_EQ(same[n].result.masked, same[16].result.masked) << "n = " << n;
+    EXPECT_EQ(same[n].result.unigram_loss_sum, same[16].result.unigram_loss_sum) << "n = " << n;
+    EXPECT_NE(by_block[n].result.unigram_loss_sum, by_block[16].result.unigram_loss_sum) << "n = " << n;
+  }
+  // On the command line: the digest printed and in the JSON.
+  const std::string json = (runs.path() / "eval.json").string();
+  const auto r = testing::run_linformer("eval --checkpoint " + same[32].checkpoint + " --same-targets --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string digest = fmt::format("{:016x}", *same[16].targets_digest);
+  EXPECT_THAT(r.output, HasSubstr("same targets at any n: the masked tokens' digest is " + digest));
+  EXPECT_EQ(nlohmann::json::parse(read_file(json))["targets_digest"], digest);
 }
 
 TEST_F(TrainTest, EvalAndFillMaskUseTheCheckpointAlone) {

@@ -20,6 +20,8 @@ void print_eval_report(const EvalReport& report) {
   std::cout << fmt::format(
       "{}: loss {:.4f} nats, perplexity {:.2f}, accuracy {:.4f} over {} masked tokens ({} batches)\n", report.source,
       r.loss(), r.perplexity(), r.accuracy(), r.masked, r.batches);
+  if (report.targets_digest)
+    std::cout << fmt::format("same targets at any n: the masked tokens' digest is {:016x}\n", *report.targets_digest);
   if (report.has_unigram)
     std::cout << fmt::format(
         "unigram baseline (training-split token frequencies) on the same tokens: perplexity "
@@ -55,6 +57,7 @@ nlohmann::json eval_report_json(const EvalReport& report) {
                       {"batches", r.batches},
                       {"tokens", r.tokens},
                       {"precision", matmul_bf16_operands() ? "bf16" : "fp32"}};
+  if (report.targets_digest) j["targets_digest"] = fmt::format("{:016x}", *report.targets_digest);
   if (report.has_unigram) {
     j["unigram_perplexity"] = r.unigram_perplexity();
     j["ratio_to_unigram"] = r.perplexity() / r.unigram_perplexity();
@@ -105,6 +108,10 @@ void add_eval_command(CLI::App& app) {
   cmd->add_flag("--by-context", args->by_context,
                 "Also score apart the masked targets whose word occurs elsewhere in their sequence (copyable from "
                 "context) and the others: how much of the model's perplexity comes from copying");
+  cmd->add_flag("--same-targets", args->same_targets,
+                "Mask each token by its place in the split (at validation.mask_probability, drawn from data.seed), "
+                "not by block: checkpoints of any n are scored on the same tokens, so their perplexities compare "
+                "(with every batch: no --max-batches). Prints a digest of the targets to check it");
   auto json_path = std::make_shared<std::string>();
   cmd->add_option("--json", *json_path, "Also write the result as JSON to this file");
   auto precision = std::make_shared<std::string>("fp32");
@@ -114,7 +121,8 @@ void add_eval_command(CLI::App& app) {
       "Masked-LM perplexity and accuracy of a checkpoint on a prepared split or on raw text files (masks drawn "
       "with the recipe's data.seed and masking settings, the same every time).",
       {"linformer eval -c runs/default --split test",
-       "linformer eval -c runs/default --text notes.txt --shuffle-words --json eval.json"});
+       "linformer eval -c runs/default --text notes.txt --shuffle-words --json eval.json",
+       "linformer eval -c runs/n512 --split valid --same-targets --json n512.json"});
   cmd->callback([args, json_path, precision] {
     use_precision(*precision);
     const EvalReport report = run_eval(*args);

@@ -94,8 +94,12 @@ void Batcher::get(const BatcherState& at, Batch& batch) {
     const int length = blocks_.fill_row(block, row);
     batch.lengths[static_cast<size_t>(r)] = length;
     batch.block_ids[static_cast<size_t>(r)] = block;
-    masker_.mask_row(row, length, mask_epoch, static_cast<uint64_t>(block), static_cast<int64_t>(r) * n,
-                     positions[static_cast<size_t>(r)], targets[static_cast<size_t>(r)]);
+    if (options_.stream_mask)
+      masker_.mask_row_by_stream(row, length, blocks_.block(block).begin, static_cast<int64_t>(r) * n,
+                                 positions[static_cast<size_t>(r)], targets[static_cast<size_t>(r)]);
+    else
+      masker_.mask_row(row, length, mask_epoch, static_cast<uint64_t>(block), static_cast<int64_t>(r) * n,
+                       positions[static_cast<size_t>(r)], targets[static_cast<size_t>(r)]);
   }
   for (int r = 0; r < rows; ++r) {
     batch.target_positions.insert(batch.target_positions.end(), positions[static_cast<size_t>(r)].begin(),

@@ -3,6 +3,7 @@
 #include "linformer/config/recipe_loader.h"
 #include "linformer/core/check.h"
 #include "linformer/core/fs.h"
+#include "linformer/core/rng.h"
 #include "linformer/core/thread_placement.h"
 #include "linformer/data/batcher.h"
 #include "linformer/data/corpus.h"
@@ -57,6 +58,18 @@ Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked
   return l;
 }
 
+// A batch's targets, each as its place in the split's token stream and its id, summed as mixed
+// hashes so the total does not depend on which batch or row holds a target.
+uint64_t targets_digest(const data::Batch& batch, const data::TokenBlocks& blocks) {
+  uint64_t digest = 0;
+  for (size_t i = 0; i < batch.target_positions.size(); ++i) {
+    const int64_t row = batch.target_positions[i] / batch.seq_len, t = batch.target_positions[i] % batch.seq_len;
+    const uint64_t place = blocks.block(batch.block_ids[static_cast<size_t>(row)]).begin + static_cast<uint64_t>(t) - 1;
+    digest += mix64(place * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(batch.target_ids[i]));
+  }
+  return digest;
+}
+
 // The evaluation of `tokens` into report.result, and with shuffle_words into report.shuffled too.
 void evaluate_tokens(Loaded& l, const data::TokenStream& tokens, const EvalOptions& options, int batch_size,
                      const data::UnigramModel* unigram, EvalReport& report) {
@@ -64,14 +77,15 @@ void evaluate_tokens(Loaded& l, const data::TokenStream& tokens, const EvalOptio
   const uint64_t seed = config::data_seed(l.recipe);  // validation's masks: runs of other seeds compare
   const data::Masker masker(data::validation_masking(l.recipe), l.model->spec().vocab_size, l.tokenizer.word_starts(),
                             seed);
-  data::Batcher batcher(blocks, masker, data::evaluation_options(batch_size, seed));
-  EvalObserver observe;
-  if (options.by_context) {
-    report.by_context.emplace();
-    observe = [&](const data::Batch& batch, const MlmModel& model) {
-      report.by_context->add(batch, model.logits(), unigram);
-    };
-  }
+  data::BatcherOptions batching = data::evaluation_options(batch_size, seed);
+  batching.stream_mask = options.same_targets;
+  data::Batcher batcher(blocks, masker, batching);
+  if (options.by_context) report.by_context.emplace();
+  if (options.same_targets) report.targets_digest = 0;
+  const EvalObserver observe = [&](const data::Batch& batch, const MlmModel& model) {
+    if (report.by_context) report.by_context->add(batch, model.logits(), unigram);
+    if (report.targets_digest) *report.targets_digest += targets_digest(batch, blocks);
+  };
   report.result = evaluate(*l.model, batcher, options.max_batches, unigram, {}, {}, observe);
   if (!options.shuffle_words) return;
   const auto shuffle = [&](data::Batch& batch) { data::shuffle_words(batch, l.tokenizer.word_starts(), seed); };

@@ -12,7 +12,9 @@
 //
 // Masks: row i of a batch is masked with Masker::mask_row(epoch, block index), so
 // a block gets new masks every epoch (dynamic masking). With fixed_mask (validation)
-// the epoch passed to the masker is a constant: the same positions every time.
+// the epoch passed to the masker is a constant: the same positions every time. With
+// stream_mask (eval --same-targets) each token's mask follows its place in the split's
+// token stream instead, so blocks of any length mask the same tokens.
 
 #include "linformer/core/tensor.h"
 #include "linformer/data/blocks.h"
@@ -30,13 +32,15 @@ struct BatcherState {
 };
 
 struct BatcherOptions {
-  int batch_size = 8;       // B
-  uint64_t seed = 1;        // shuffling (masking has its seed in the Masker)
-  bool shuffle = true;      // false: blocks in shard order (validation)
-  bool fixed_mask = false;  // true: the same masks every epoch (validation)
-  bool drop_last = true;    // false: the last batch of an epoch may have fewer than B rows
-  int rank = 0;             // r
-  int world_size = 1;       // R
+  int batch_size = 8;        // B
+  uint64_t seed = 1;         // shuffling (masking has its seed in the Masker)
+  bool shuffle = true;       // false: blocks in shard order (validation)
+  bool fixed_mask = false;   // true: the same masks every epoch (validation)
+  bool drop_last = true;     // false: the last batch of an epoch may have fewer than B rows
+  bool stream_mask = false;  // true: masks by each token's place in the stream (Masker::mask_row_by_stream),
+                             // the same targets at every n; implies fixed masks
+  int rank = 0;              // r
+  int world_size = 1;        // R
 };
 
 // Options for evaluation: blocks in shard order, the same masks every time, every block.

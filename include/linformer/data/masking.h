@@ -15,6 +15,7 @@
 // anything masked before: a resumed run sees the masks an uninterrupted one would.
 
 #include "linformer/config/recipe.h"
+#include "linformer/core/rng.h"
 
 #include <cstdint>
 #include <vector>
@@ -31,9 +32,24 @@ class Masker {
   void mask_row(int32_t* row, int length, uint64_t epoch, uint64_t sample, int64_t offset,
                 std::vector<int64_t>& positions, std::vector<int32_t>& targets) const;
 
+  // Masks row[0, length) in place like mask_row, but each unit's draws come from its position in
+  // the split's token stream, not from the row: row[t] (t ≥ 1; row[0] is <s>) is the stream's token
+  // stream_begin + t - 1, and a unit is a target with probability p on its own (Rng(seed, stream
+  // position of its first token)). Any cut of the stream into blocks, at any n, so masks the same
+  // tokens the same way, and models of different n are scored on the same targets (`eval
+  // --same-targets`). The rate is p in expectation, not per row.
+  void mask_row_by_stream(int32_t* row, int length, uint64_t stream_begin, int64_t offset,
+                          std::vector<int64_t>& positions, std::vector<int32_t>& targets) const;
+
   const config::MaskingConfig& config() const { return config_; }
 
  private:
+  // The candidate units of row[0, length): unit u is cand[unit_begin[u], unit_begin[u + 1]).
+  void find_units(const int32_t* row, int length, std::vector<int>& cand, std::vector<int>& unit_begin) const;
+  // Unit u becomes a target: its positions and ids appended, its tokens replaced as draw r says.
+  void corrupt_unit(int32_t* row, const std::vector<int>& cand, const std::vector<int>& unit_begin, int u, double r,
+                    Rng& rng, int64_t offset, std::vector<int64_t>& positions, std::vector<int32_t>& targets) const;
+
   config::MaskingConfig config_;
   int vocab_size_;
   std::vector<uint8_t> word_starts_;

@@ -20,6 +20,8 @@ struct EvalOptions {
   int64_t max_batches = 0;              // 0: everything
   bool shuffle_words = false;           // also evaluate with each sequence's words shuffled (data/word_order.h)
   bool by_context = false;              // also score targets copyable from their row apart (context_breakdown.h)
+  bool same_targets = false;            // mask by each token's place in the split, not by block: the same
+                                        // targets at every n (Masker::mask_row_by_stream)
 };
 
 struct EvalReport {
@@ -29,6 +31,9 @@ struct EvalReport {
   bool has_unigram = false;            // result.unigram_perplexity() is the baseline of the checkpoint's training split
   std::optional<EvalResult> shuffled;  // with --shuffle-words: the same masked targets, words in random order
   std::optional<ContextBreakdown> by_context;  // with --by-context: the ordered evaluation's targets in two groups
+  // With --same-targets: a digest of the scored targets (each one's place in the split and id, in
+  // any order): two evaluations with equal digests scored the same tokens.
+  std::optional<uint64_t> targets_digest;
 };
 
 EvalReport run_eval(const EvalOptions& options);
