@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 namespace linformer::data {
@@ -370,6 +371,84 @@ TEST(PrepareErrors, SighupLeavesNothingHalfWritten) {
   fs::remove(s.dir.path() / "corpus" / "stalled.source");
   ASSERT_EQ(s.prepare().exit_code, 0);
   EXPECT_THAT(s.leftovers(), ::testing::ElementsAre("prepared"));
+}
+
+// The files of a prepared directory, with their contents: to check that one stayed as it was.
+std::map<std::string, std::string> contents_of(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::directory_iterator(dir)) files[e.path().filename()] = read_file(e.path().string());
+  return files;
+}
+
+// A write that fails partway through any of prepare's files (the file-size limit of `ulimit -f`,
+// with SIGXFSZ ignored, fails it as a full disk would, at a chosen size) stops prepare naming the
+// cause; the previous output stays whole and usable, nothing else is left behind, and once writes
+// succeed again prepare completes. (Issue 46: a corpus that fills the disk during prepare.)
+TEST(PrepareErrors, AWriteThatFailsAnywhereKeepsThePreviousOutputAndNothingElse) {
+  PrepareEnv s;
+  ASSERT_EQ(s.prepare().exit_code, 0);
+  const auto before = contents_of(s.out);
+  size_t largest = 0;
+  for (const auto& [name, text] : before) largest = std::max(largest, text.size());
+  int failures = 0;
+  // dash's `ulimit -f` counts blocks of 512 bytes: each limit cuts at least the largest file.
+  for (size_t blocks = 1; blocks * 512 < largest; blocks *= 4) {
+    const auto r = testing::run_command("trap '' XFSZ; ulimit -f " + std::to_string(blocks) + "; cd '" +
+                                        LINFORMER_SOURCE_DIR "' && '" LINFORMER_BINARY "' prepare --recipe " +
+                                        s.recipe + " --force --set data.vocab_size=140");
+    EXPECT_EQ(r.exit_code, 1) << blocks << " blocks: " << r.output;
+    EXPECT_THAT(r.output, HasSubstr("File too large")) << blocks << " blocks";
+    EXPECT_EQ(contents_of(s.out), before) << blocks << " blocks";
+    EXPECT_NO_THROW(open_prepared(s.out));
+    EXPECT_THAT(s.leftovers(), ::testing::ElementsAre("prepared")) << blocks << " blocks";
+    ++failures;
+  }
+  EXPECT_GE(failures, 3);  // the shards are several KiB: 512 B, 2 KiB and 8 KiB at least
+  const auto again = s.prepare("--force --set data.vocab_size=140");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(open_prepared(s.out).meta["tokenizer"]["vocab_size"], 140);
+  EXPECT_THAT(s.leftovers(), ::testing::ElementsAre("prepared"));
+}
+
+// Called by prepare_data before its first pass over the corpus and again between the two passes
+// (counting and sampling, then encoding): the second call removes or halves g_victim.
+std::string g_victim;
+bool g_truncate_victim = false;
+int g_probe_calls = 0;
+AvailableMemory corpus_changing_probe() {
+  if (++g_probe_calls == 2) {
+    if (g_truncate_victim)
+      fs::resize_file(g_victim, fs::file_size(g_victim) / 2);
+    else
+      fs::remove(g_victim);
+  }
+  return available_memory();
+}
+
+// A corpus file that disappears, or shrinks, while prepare reads the corpus (between its two
+// passes): an error naming the file and what happened, the previous output kept, nothing left
+// behind. (Issue 46.)
+TEST(PrepareErrors, ACorpusFileThatDisappearsOrShrinksMidwayKeepsThePreviousOutput) {
+  for (const bool truncate : {false, true}) {
+    PrepareEnv s;
+    ASSERT_EQ(s.prepare().exit_code, 0);
+    const auto before = contents_of(s.out);
+    const config::Recipe recipe = config::load_recipe(s.recipe, {"data.vocab_size=140"});
+    g_victim = (s.dir.path() / "corpus" / "part2.txt").string();
+    g_truncate_victim = truncate;
+    g_probe_calls = 0;
+    try {
+      prepare_data(recipe, true, corpus_changing_probe);
+      ADD_FAILURE() << "prepared a corpus that changed midway (truncated: " << truncate << ")";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("corpus file '" + g_victim +
+                                      (truncate ? "' changed while the corpus was being read"
+                                                : "' disappeared while the corpus was being read")));
+    }
+    EXPECT_EQ(g_probe_calls, 2);
+    EXPECT_EQ(contents_of(s.out), before);
+    EXPECT_THAT(s.leftovers(), ::testing::ElementsAre("prepared"));
+  }
 }
 
 TEST(PrepareErrors, RefusesToReplaceAForeignDirectory) {

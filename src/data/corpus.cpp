@@ -6,11 +6,28 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+#include <cerrno>
+#include <cstring>
+
 namespace linformer::data {
 
 using config::CorpusFormat;
 
 namespace {
+
+// A file opened by a later pass must be the one listed: prepare counts the documents in one pass
+// and encodes them in the next, and a file gone or rewritten in between would misalign them.
+void check_as_listed(const CorpusFile& f) {
+  struct stat st {};
+  if (::stat(f.path.c_str(), &st) != 0)
+    LF_FAIL("corpus file '{}' disappeared while the corpus was being read ({}): was it moved or deleted?", f.path,
+            std::strerror(errno));
+  const int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  if (static_cast<uint64_t>(st.st_size) != f.size || mtime_ns != f.mtime_ns)
+    LF_FAIL("corpus file '{}' changed while the corpus was being read: {} bytes when listed, {} now", f.path, f.size,
+            static_cast<uint64_t>(st.st_size));
+}
 
 bool is_blank(std::string_view line) { return line.find_first_not_of(" \t\f\v\r") == std::string_view::npos; }
 
@@ -187,8 +204,11 @@ CorpusOptions CorpusOptions::from(const config::DataConfig& data) {
   return o;
 }
 
-CorpusReader::CorpusReader(CorpusOptions options)
-    : options_(std::move(options)), files_(list_corpus_files(options_.inputs, options_.format)) {
+CorpusReader::CorpusReader(const CorpusOptions& options)
+    : CorpusReader(options, list_corpus_files(options.inputs, options.format)) {}
+
+CorpusReader::CorpusReader(CorpusOptions options, std::vector<CorpusFile> files)
+    : options_(std::move(options)), files_(std::move(files)) {
   for (const auto& f : files_) total_file_bytes_ += f.size;
 }
 
@@ -203,6 +223,7 @@ bool CorpusReader::next(Document& doc) {
     if (!reader_) {
       if (next_file_ == files_.size()) return false;
       const CorpusFile& f = files_[next_file_++];
+      if (!f.stream) check_as_listed(f);
       reader_ = std::make_unique<LineReader>(f.path);
       config::CorpusFormat format = f.format;
       if (f.stream) {  // a pipe: inspected here, from the one stream there is

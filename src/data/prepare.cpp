@@ -218,11 +218,11 @@ std::string train_on_sample(SentenceSampler& sampler, const config::DataConfig& 
   return model;
 }
 
-// Pass 1: the corpus's documents (the splits need their number), sampling sentences for the
-// tokenizer into `sampler` when there is one.
-int64_t count_and_sample(const CorpusOptions& options, const std::vector<std::string>& corpus,
-                         SentenceSampler* sampler) {
-  CorpusReader reader(options);
+// Pass 1 over the listed files: the corpus's documents (the splits need their number), sampling
+// sentences for the tokenizer into `sampler` when there is one.
+int64_t count_and_sample(const CorpusOptions& options, const std::vector<CorpusFile>& files,
+                         const std::vector<std::string>& corpus, SentenceSampler* sampler) {
+  CorpusReader reader(options, files);
   Progress progress("reading corpus", reader.total_file_bytes());
   int64_t documents = 0;
   Document doc;
@@ -323,10 +323,11 @@ bool read_chunk(CorpusReader& reader, std::vector<Document>& chunk) {
   return !chunk.empty();
 }
 
-// Pass 2: encodes the corpus in parallel chunks, routing each document to its split's shard.
-void encode_into_splits(const CorpusOptions& options, const Tokenizer& tokenizer, const SplitPlan& plan,
-                        int64_t documents, SplitOutputs& outputs, PrepareSummary& summary) {
-  CorpusReader reader(options);
+// Pass 2 over the same files: encodes the corpus in parallel chunks, routing each document to
+// its split's shard.
+void encode_into_splits(const CorpusOptions& options, const std::vector<CorpusFile>& files, const Tokenizer& tokenizer,
+                        const SplitPlan& plan, int64_t documents, SplitOutputs& outputs, PrepareSummary& summary) {
+  CorpusReader reader(options, files);
   Progress progress("encoding", reader.total_file_bytes());
   std::vector<Document> chunk, next_chunk;
   std::vector<std::vector<int32_t>> ids;  // [document of the chunk][token]
@@ -414,7 +415,7 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force, MemoryProb
   SentenceSampler sampler(d.tokenizer_max_sentences, static_cast<uint64_t>(d.tokenizer_max_bytes),
                           stream_id({kTokenizerSampleStream, seed}));
   SentenceSampler* sample = train_tokenizer_here ? &sampler : nullptr;
-  const int64_t documents = count_and_sample(corpus_options, d.corpus, sample);
+  const int64_t documents = count_and_sample(corpus_options, files, d.corpus, sample);
   summary.read_seconds = seconds_since(start);
 
   const auto tokenizer_start = std::chrono::steady_clock::now();
@@ -425,7 +426,7 @@ PrepareSummary prepare_data(const config::Recipe& recipe, bool force, MemoryProb
 
   const auto encode_start = std::chrono::steady_clock::now();
   SplitOutputs outputs(staging, tokenizer);
-  encode_into_splits(corpus_options, tokenizer, SplitPlan(documents, d.valid_fraction, d.test_fraction, seed),
+  encode_into_splits(corpus_options, files, tokenizer, SplitPlan(documents, d.valid_fraction, d.test_fraction, seed),
                      documents, outputs, summary);
   summary.encode_seconds = seconds_since(encode_start);
 

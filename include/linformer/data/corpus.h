@@ -51,7 +51,11 @@ inline constexpr size_t kMaxSentenceBytes = 64 * 1024;
 class CorpusReader {
  public:
   // Lists the files (errors for missing paths come from here) without reading them.
-  explicit CorpusReader(CorpusOptions options);
+  explicit CorpusReader(const CorpusOptions& options);
+  // Reads the files of an earlier listing (prepare reads the corpus twice, the same files each
+  // time). Either way a file must be as listed when it is opened: one that disappeared or changed
+  // since (size or modification time) is an error naming it.
+  CorpusReader(CorpusOptions options, std::vector<CorpusFile> files);
   ~CorpusReader();
 
   // The next document; false after the last one.
