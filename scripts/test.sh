@@ -2,8 +2,8 @@
 # Checks the format, fetches the Brown corpus, builds everything with warnings as errors, lints
 # src/ with clang-tidy and runs the whole test suite under CTest (the unit tests again as on an AVX2-only CPU when this one has
 # avx512_bf16, and as on one without AMX when it has AMX); then builds it again with clang under
-# AddressSanitizer and UndefinedBehaviorSanitizer (build-sanitize/), runs the whole suite there, and fuzzes every
-# parser of outside input for FUZZ_SECONDS each (default 30; scripts/fuzz.sh). Any failure,
+# AddressSanitizer and UndefinedBehaviorSanitizer (build-sanitize/), runs the suite there (but the script walks), and fuzzes every
+# parser of outside input for FUZZ_SECONDS each (default 20; scripts/fuzz.sh). Any failure,
 # sanitizer report or fuzzing finding fails the script.
 # Tests run one at a time: each uses every core through OpenMP, and two OpenMP processes
 # on 2 cores slow each other's many short parallel regions down by orders of magnitude.
@@ -29,8 +29,10 @@ esac
 
 # The sanitized suite: -O1 code with ASan + UBSan, where a report aborts its test (the options
 # are compiled in: tests/fuzz/sanitizer_options.cpp). Warnings are the GCC build's job above.
+# The script walks (label script_walk: the quick tour, the experiment runner) only repeat commands
+# the C++ tests run here one by one, at minutes of sanitized time, so they run above only.
 scripts/fuzz.sh --build
-ctest --test-dir build-sanitize --output-on-failure
+ctest --test-dir build-sanitize --output-on-failure --label-exclude script_walk
 
 # Fuzzing, each target on a core of its own (two at a time on 2 cores).
-scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
+scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
