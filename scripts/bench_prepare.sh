@@ -6,9 +6,11 @@
 # recipe's defaults under /usr/bin/time -v, --force, THREADS OpenMP threads. Writes
 # OUT_DIR/bench_prepare.jsonl (one object per size) and OUT_DIR/bench_prepare.md (the table).
 #
-# Usage: scripts/bench_prepare.sh [-r RECIPE] [-c CORPUS_DIR] [-o OUT_DIR] [-t THREADS] [-s SET]... SIZE...
+# Usage: scripts/bench_prepare.sh [-r RECIPE] [-c CORPUS_DIR] [-o OUT_DIR] [-t THREADS] [-s SET]... [-k] SIZE...
 #   defaults: recipes/brown/base.toml, /tmp/linformer_bench_corpus, results/bench_prepare, 1 thread;
-#   -s KEY=VALUE is passed to prepare as --set (e.g. -s data.vocab_size=32000).
+#   -s KEY=VALUE is passed to prepare as --set (e.g. -s data.vocab_size=32000); -k keeps each
+#   prepared directory as CORPUS_DIR/prepared_SIZE (else it is removed). Prepared output is written
+#   beside the corpora, never into OUT_DIR (a results folder holds no shards).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 recipe=$root/recipes/brown/base.toml
@@ -17,18 +19,20 @@ out_dir=$root/results/bench_prepare
 threads=1
 binary=${LINFORMER_BIN:-$root/build/linformer}
 sets=()
-while getopts "r:c:o:t:s:" opt; do
+keep=false
+while getopts "r:c:o:t:s:k" opt; do
   case $opt in
     r) recipe=$OPTARG ;;
     c) corpus_dir=$OPTARG ;;
     o) out_dir=$OPTARG ;;
     t) threads=$OPTARG ;;
     s) sets+=(--set "$OPTARG") ;;
-    *) sed -n '2,12p' "$0" >&2; exit 2 ;;
+    k) keep=true ;;
+    *) sed -n '2,14p' "$0" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { sed -n '2,12p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
 [ -x "$binary" ] || { echo "bench_prepare.sh: no binary at $binary (build first)" >&2; exit 1; }
 mkdir -p "$corpus_dir" "$out_dir"
 jsonl=$out_dir/bench_prepare.jsonl
@@ -38,7 +42,7 @@ for size in "$@"; do
   if [ ! -f "$corpus" ]; then
     /usr/bin/python3 "$root/scripts/make_corpus.py" "$corpus" "$size" --format wikiextractor --seed 1
   fi
-  prepared=$(mktemp -d "$out_dir/prepared.XXXXXX")
+  prepared=$(mktemp -d "$corpus_dir/prepared.XXXXXX")
   timing=$out_dir/time_$size.txt
   log=$out_dir/prepare_$size.log
   OMP_NUM_THREADS=$threads /usr/bin/time -v -o "$timing" "$binary" prepare --recipe "$recipe" --force \
@@ -61,7 +65,10 @@ print(json.dumps({
     "peak_rss_bytes": int(field("Maximum resident set size (kbytes)")) * 1024,
     "peak_rss_bytes_self": s["peak_rss_bytes"], "output_bytes": s["output_bytes"]}))
 EOF
-  rm -rf "$prepared"
+  if $keep; then
+    rm -rf "$corpus_dir/prepared_$size" && mv "$prepared/out" "$corpus_dir/prepared_$size"
+  fi
+  rm -rf "$prepared"  # what is left: the output (unless kept) and prepare's lock file
   tail -1 "$jsonl"
 done
 /usr/bin/python3 - "$jsonl" > "$out_dir/bench_prepare.md" <<'EOF'
