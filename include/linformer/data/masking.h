@@ -36,7 +36,8 @@ class Masker {
   // the split's token stream, not from the row: row[t] (t ≥ 1; row[0] is <s>) is the stream's token
   // stream_begin + t - 1, and a unit is a target with probability p on its own (Rng(seed, stream
   // position of its first token)). Any cut of the stream into blocks, at any n, so masks the same
-  // tokens the same way, and models of different n are scored on the same targets (`eval
+  // tokens the same way (with whole-word masking, cuts between words: every break mode but "none"
+  // cuts at sentence ends), and models of different n are scored on the same targets (`eval
   // --same-targets`). The rate is p in expectation, not per row.
   void mask_row_by_stream(int32_t* row, int length, uint64_t stream_begin, int64_t offset,
                           std::vector<int64_t>& positions, std::vector<int32_t>& targets) const;
