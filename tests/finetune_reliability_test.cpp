@@ -6,6 +6,7 @@
 
 #include <gmock/gmock.h>
 
+#include <csignal>
 #include <filesystem>
 
 namespace linformer {
@@ -34,6 +35,7 @@ TEST_F(FinetuneReliability, SigkillAtAnyMomentThenResumeEqualsAnUninterruptedRun
 // SIGHUP (a closed terminal) with the console's reader gone: a checkpoint and the hint, exit 0,
 // no SIGPIPE from console writes, and the resumed run ends as the undisturbed one.
 TEST_F(FinetuneReliability, SighupIsHandledLikeSigtermEvenWithTheConsoleGone) {
+  std::signal(SIGHUP, SIG_DFL);  // an ignored SIGHUP (nohup) would pass to the child, which keeps ignoring it
   TempDir runs;
   const std::string straight = (runs.path() / "straight").string();
   finetune(straight, "none", {"logging.every=1"});
