@@ -558,7 +558,10 @@ def compress(y, real, cfg, layer, weight):
     return torch.where(real_n.any(dim=3), best, torch.zeros_like(best))
 
 
-def attention(x, real, params, cfg, layer):
+def attention(x, real, params, cfg, layer, observe=None):
+    """observe(layer, probs, value_mix), when given, sees each layer's attention probabilities
+    (B, H, T, keys) and, for a Linformer, the (1 or B, H, K_l, T) matrix its values are compressed
+    by (None for full attention or max pooling); scripts/attention_probe.py reads them."""
     B, T, C = x.shape
     H, D = cfg.heads, cfg.head_dim
     prefix = f"layers.{layer}.attn."
@@ -584,7 +587,14 @@ def attention(x, real, params, cfg, layer):
         k, v = k + b_k, v + b_v
         scores = q @ k.transpose(-1, -2) / math.sqrt(D)  # (B, H, T, T)
         scores = scores.masked_fill(~real[:, None, None, :], -math.inf)
-    heads = torch.softmax(scores, dim=-1) @ v  # (B, H, T, D)
+    probs = torch.softmax(scores, dim=-1)
+    if observe is not None:
+        value_mix = None
+        if cfg.linformer and cfg.projection != "max":  # compressing the identity gives the matrix
+            eye = torch.eye(T, dtype=x.dtype).expand(1, H, T, T)
+            value_mix = compress(eye, real[:1], cfg, layer, params.get(f_name))
+        observe(layer, probs, value_mix)
+    heads = probs @ v  # (B, H, T, D)
     return linear(heads.transpose(1, 2).reshape(B, T, C), params, prefix + "out_proj")
 
 
@@ -593,8 +603,9 @@ def ffn(x, params, layer):
     return linear(F.gelu(linear(x, params, prefix + "fc1")), params, prefix + "fc2")
 
 
-def encode(params, cfg, batch):
-    """Encoder output (B, T, C): after the last block, and after final_ln for pre-LN."""
+def encode(params, cfg, batch, observe=None):
+    """Encoder output (B, T, C): after the last block, and after final_ln for pre-LN. observe: see
+    attention()."""
     T = batch.ids.shape[1]
     real = batch.real
     x = params["embed.tokens"][batch.ids] + params["embed.positions"][:T]
@@ -602,10 +613,10 @@ def encode(params, cfg, batch):
     for layer in range(cfg.layers):
         p = f"layers.{layer}."
         if cfg.norm == "post":
-            x = layer_norm(x + attention(x, real, params, cfg, layer), params, p + "ln_attn", cfg)
+            x = layer_norm(x + attention(x, real, params, cfg, layer, observe), params, p + "ln_attn", cfg)
             x = layer_norm(x + ffn(x, params, layer), params, p + "ln_ffn", cfg)
         else:
-            x = x + attention(layer_norm(x, params, p + "ln_attn", cfg), real, params, cfg, layer)
+            x = x + attention(layer_norm(x, params, p + "ln_attn", cfg), real, params, cfg, layer, observe)
             x = x + ffn(layer_norm(x, params, p + "ln_ffn", cfg), params, layer)
     if cfg.norm == "pre":
         x = layer_norm(x, params, "final_ln", cfg)
