@@ -13,6 +13,9 @@ checkpoint) and each experiment's figure and table into RESULTS/<experiment>/.
   experiments.py list                      experiments, their runs and which are done
   experiments.py word-order [EXPERIMENT ...]  word-order sensitivity of finished runs whose best
                                            checkpoint is still in RUNS, then report
+  experiments.py same-targets [EXPERIMENT ...]  validation perplexity of the same finished runs on
+                                           masked tokens that do not depend on n (eval
+                                           --same-targets), then report
   experiments.py verify RUN ... [--updates N]  train a published run again from its stored recipe
                                            up to update N (default: its first validation) and
                                            compare every logged row with the published curve
@@ -203,13 +206,14 @@ def run_one(name, recipe, args, machine, log):
         json.dump(run, f, indent=2)
         f.write("\n")
     measure_word_order(name, best, args, log)
+    measure_same_targets(name, best, args, log)
     log(f"{name}: done, results in {results}")
 
 
 def eval_flags(binary):
     """The eval flags of `binary` this module uses (older binaries lack some)."""
     r = subprocess.run([binary, "eval", "--help"], capture_output=True, text=True)
-    return {flag for flag in ("--shuffle-words", "--by-context") if flag in r.stdout}
+    return {flag for flag in ("--shuffle-words", "--by-context", "--same-targets") if flag in r.stdout}
 
 
 def supports_word_order(binary):
@@ -245,15 +249,36 @@ def measure_word_order(name, checkpoint, args, log):
     log(f"{name}: shuffled words {record['ratio']:.3f} × the ordered test perplexity")
 
 
-def word_order_of_done_runs(experiments, args, log):
-    """`word-order`: measures every finished run whose best checkpoint is still in RUNS (and has no
-    measurement yet, or one without the by-context scores this binary can add, unless --force)."""
-    by_context = "--by-context" in eval_flags(args.binary)
+def measure_same_targets(name, checkpoint, args, log):
+    """RESULTS/runs/<name>/same_targets.json: the checkpoint's validation perplexity with each token's
+    mask drawn from its place in the split's stream (`eval --same-targets`), so checkpoints of any n
+    are scored on the same masked tokens; equal targets_digest values say they were."""
+    if "--same-targets" not in eval_flags(args.binary):
+        log(f"{name}: same-target score not measured ({args.binary} predates eval --same-targets)")
+        return
+    out = os.path.join(checkpoint, "..", "..", "same_targets_eval.json")
+    subprocess.run([args.binary, "eval", "--checkpoint", checkpoint, "--split", "valid", "--same-targets",
+                    "--json", out], check=True, stdout=subprocess.DEVNULL)
+    with open(out) as f:
+        e = json.load(f)
+    record = {"checkpoint": os.path.basename(os.path.normpath(checkpoint)), "split": "valid",
+              "perplexity": e["perplexity"], "unigram_perplexity": e.get("unigram_perplexity"),
+              "accuracy": e["accuracy"], "masked": e["masked"], "targets_digest": e["targets_digest"],
+              "eval_machine": machine_description(args.binary)}
+    with open(os.path.join(args.results, "runs", name, "same_targets.json"), "w") as f:
+        json.dump(record, f, indent=2)
+        f.write("\n")
+    log(f"{name}: {record['perplexity']:.1f} on the same validation targets (digest {record['targets_digest']})")
+
+
+def measure_done_runs(experiments, args, log, file, measure, current=lambda record: True):
+    """`word-order`, `same-targets`: measures every finished run whose best checkpoint is still in RUNS
+    and whose RESULTS/runs/<run>/FILE is missing or not current (unless --force)."""
     for name, folder in manifest_runs(experiments, args):
-        path = os.path.join(folder, "word_order.json")
+        path = os.path.join(folder, file)
         if os.path.exists(path) and not args.force:
             with open(path) as f:
-                if "by_context" in json.load(f) or not by_context:
+                if current(json.load(f)):
                     continue
         with open(os.path.join(folder, "run.json")) as f:
             best = json.load(f)["best_update"]
@@ -261,7 +286,7 @@ def word_order_of_done_runs(experiments, args, log):
         if not os.path.exists(os.path.join(checkpoint, "DONE")):
             log(f"{name}: no checkpoint {checkpoint} (re-create the run from its recipe to measure it)")
             continue
-        measure_word_order(name, checkpoint, args, log)
+        measure(name, checkpoint, args, log)
 
 
 def verify_run(name, args, log):
@@ -501,7 +526,8 @@ def write_verdicts(experiments, args, log):
                 "(validation perplexity against updates, tokens and wall time) and its table; `runs/` has every run's "
                 "metrics, resolved recipe and record (commit, machine, wall time, peak memory). The verdicts judge each "
                 "claim against the seed noise (how: `scripts/verdicts.py`; every number: `verdicts.json`).\n\n"
-                + verdicts.table(found) + word_order_table(manifest_runs(experiments, args)))
+                + verdicts.table(found) + word_order_table(manifest_runs(experiments, args))
+                + same_targets_table(manifest_runs(experiments, args)))
     repository = os.path.abspath(args.results) == os.path.join(ROOT, "results", "brown")
     verdicts.write(found, args.results, os.path.join(ROOT, "README.md") if repository else None)
     log(f"verdicts in {args.results}/README.md and verdicts.json")
@@ -537,6 +563,34 @@ def word_order_table(runs):
             "measurement existed are missing.\n\n"
             "| run | checkpoint | test ppl | words shuffled | ratio | masked acc. | shuffled acc. |\n"
             "|---|---|---|---|---|---|---|\n" + rows + context_table(measured))
+
+
+def same_targets_table(runs):
+    """Each measured run's validation score on targets that do not depend on n
+    (RESULTS/runs/<run>/same_targets.json), by digest: runs of one digest scored the same tokens."""
+    measured = []
+    for name, folder in runs:
+        path = os.path.join(folder, "same_targets.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                record = json.load(f)
+            with open(os.path.join(folder, "recipe.toml"), "rb") as f:
+                record["seq_len"] = tomllib.load(f)["data"]["seq_len"]
+            measured.append((name, record))
+    if not measured:
+        return ""
+    measured.sort(key=lambda m: (m[1]["targets_digest"], m[1]["seq_len"], m[0]))
+    rows = "".join(f"| {name} | {m['seq_len']} | {m['checkpoint']} | {m['masked']:,} | `{m['targets_digest']}` | "
+                   f"{fmt(m['perplexity'])} | {fmt(m.get('unigram_perplexity'))} | "
+                   f"{fmt(m['perplexity'] / m['unigram_perplexity'], 3) if m.get('unigram_perplexity') else '–'} | "
+                   f"{fmt(m['accuracy'], 3)} |\n" for name, m in measured)
+    return ("\n## The same targets at every n\n\nValidation perplexity of each run's best checkpoint with every "
+            "token's mask drawn from its place in the split's token stream (`linformer eval --same-targets`), not "
+            "from its place in a block of n: runs with one digest scored exactly the same masked tokens, so their "
+            "perplexities compare across n (the validations of the training logs do not). Runs whose checkpoints "
+            "were gone before this measurement existed are missing.\n\n"
+            "| run | n | checkpoint | masked | targets digest | valid ppl | unigram | × unigram | masked acc. |\n"
+            "|---|---|---|---|---|---|---|---|---|\n" + rows)
 
 
 def context_table(measured):
@@ -581,7 +635,7 @@ def budget_table(summaries):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("run", "report", "list", "word-order", "verify"))
+    parser.add_argument("command", choices=("run", "report", "list", "word-order", "same-targets", "verify"))
     parser.add_argument("experiments", nargs="*", help="experiment names (default: all); verify: run names")
     parser.add_argument("--manifest", default=os.path.join(ROOT, "recipes", "brown", "experiments.toml"))
     parser.add_argument("--runs-dir", default=os.path.join(ROOT, "runs", "experiments"))
@@ -630,7 +684,12 @@ def main(argv=None):
                         seen.add(name)
                         run_one(name, recipe, args, machine, log)
         if args.command == "word-order":
-            word_order_of_done_runs(experiments, args, log)
+            # a measurement without the by-context scores this binary can add is not current
+            by_context = "--by-context" in eval_flags(args.binary)
+            measure_done_runs(experiments, args, log, "word_order.json", measure_word_order,
+                              lambda record: "by_context" in record or not by_context)
+        if args.command == "same-targets":
+            measure_done_runs(experiments, args, log, "same_targets.json", measure_same_targets)
         report(experiments, args, log, manifest)
         write_verdicts(manifest, args, log)  # every experiment's claim, not only those just reported
     except ExperimentError as e:

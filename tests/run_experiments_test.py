@@ -26,7 +26,7 @@ class RunExperiments(unittest.TestCase):
         tiny = os.path.join(ROOT, "recipes", "ci", "tiny.toml")
         self.variant = os.path.join(d, "tiny_k8.toml")
         with open(self.variant, "w") as f:
-            f.write(f'base = "{tiny}"\n[model]\nk = 8\n[train]\nmax_updates = 10\n[validation]\nevery = 5\nshuffle_words = true\n'
+            f.write(f'base = "{tiny}"\n[data]\nseq_len = 32\n[model]\nk = 8\n[train]\nmax_updates = 10\n[validation]\nevery = 5\nshuffle_words = true\n'
                     "[checkpoint]\nevery = 5\n")
         self.manifest = os.path.join(d, "experiments.toml")
         with open(self.manifest, "w") as f:
@@ -105,6 +105,24 @@ class RunExperiments(unittest.TestCase):
             self.assertEqual(rows[name]["order_onset"], onset)
             with open(table) as f:
                 self.assertIn(f"| {name} | {updates} |", f.read())
+
+        # The same validation targets at n = 64 (tiny) and 32 (tiny_k8): one digest, one count and
+        # one unigram baseline (the unigram model scores the targets alone), different model scores.
+        same = {}
+        for name in ("tiny", "tiny_k8"):
+            with open(os.path.join(self.results, "runs", name, "same_targets.json")) as f:
+                same[name] = json.load(f)
+        self.assertEqual(same["tiny"]["targets_digest"], same["tiny_k8"]["targets_digest"])
+        self.assertEqual(same["tiny"]["masked"], same["tiny_k8"]["masked"])
+        self.assertGreater(same["tiny"]["masked"], 100)
+        self.assertAlmostEqual(same["tiny"]["unigram_perplexity"], same["tiny_k8"]["unigram_perplexity"], places=6)
+        self.assertNotEqual(same["tiny"]["perplexity"], same["tiny_k8"]["perplexity"])
+        with open(os.path.join(self.results, "README.md")) as f:
+            overall = f.read()
+        self.assertIn("## The same targets at every n", overall)
+        for name, n in (("tiny", 64), ("tiny_k8", 32)):
+            self.assertIn(f"| {name} | {n} | {same[name]['checkpoint']} | {same[name]['masked']:,} | "
+                          f"`{same[name]['targets_digest']}` | {same[name]['perplexity']:,.1f} |", overall)
 
         # The claim's checks, from metrics.csv's final validations: one seed each and no seed noise
         # to borrow, so no interval and no verdict but "cannot tell".

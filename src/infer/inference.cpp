@@ -40,7 +40,9 @@ struct Loaded {
   std::unique_ptr<MlmModel> model;
 };
 
-Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked) {
+// max_masked ≤ 0: as many as the recipe's validation masking can place in a batch; with
+// stream_masks each token is drawn on its own, so a row may hold any number of them.
+Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked, bool stream_masks = false) {
   const std::string checkpoint = resolve_checkpoint(requested);
   verify_checkpoint(checkpoint);
   Loaded l{checkpoint, config::load_recipe((fs::path(checkpoint) / "recipe.toml").string()),
@@ -48,7 +50,9 @@ Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked
   const std::string weights = (fs::path(checkpoint) / "model.safetensors").string();
   const ModelSpec spec = read_weights_spec(weights);
   if (batch_size <= 0) batch_size = l.recipe.train.batch_size;
-  if (max_masked <= 0) max_masked = max_masked_per_batch(data::validation_masking(l.recipe), batch_size, spec.seq_len);
+  if (max_masked <= 0)
+    max_masked = stream_masks ? batch_size * spec.seq_len
+                              : max_masked_per_batch(data::validation_masking(l.recipe), batch_size, spec.seq_len);
   check_memory_fits(spec, batch_size, max_masked, WorkspaceUse::inference, "evaluation",
                     fmt::format("the batch size ({}, --batch-size or the recipe's) × n = {} and the checkpoint's model "
                                 "({} layers, d_model {}, vocabulary {})",
@@ -115,7 +119,7 @@ std::string join(const std::vector<std::string>& items) {
 
 // The evaluation of the split or the text files that `options` name.
 EvalReport evaluate_source(const EvalOptions& options) {
-  Loaded l = load(options.checkpoint, options.batch_size, 0);
+  Loaded l = load(options.checkpoint, options.batch_size, 0, options.same_targets);
   const int batch_size = options.batch_size > 0 ? options.batch_size : l.recipe.train.batch_size;
   EvalReport report;
   report.checkpoint = l.checkpoint;
