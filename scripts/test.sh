@@ -2,7 +2,7 @@
 # Checks the format, fetches the Brown corpus, builds everything with warnings as errors, lints
 # src/ with clang-tidy and runs the whole test suite under CTest (the unit tests again as on an AVX2-only CPU when this one has
 # avx512_bf16, and as on one without AMX when it has AMX); then builds it again with clang under
-# AddressSanitizer and UndefinedBehaviorSanitizer (build-sanitize/), runs the suite there (but the script walks), and fuzzes every
+# AddressSanitizer and UndefinedBehaviorSanitizer (build-sanitize/), runs the suite there (but the script walks and the Python-only tests), and fuzzes every
 # parser of outside input for FUZZ_SECONDS each (default 20; scripts/fuzz.sh). Any failure,
 # sanitizer report or fuzzing finding fails the script.
 # Tests run one at a time: each uses every core through OpenMP, and two OpenMP processes
@@ -30,9 +30,10 @@ esac
 # The sanitized suite: -O1 code with ASan + UBSan, where a report aborts its test (the options
 # are compiled in: tests/fuzz/sanitizer_options.cpp). Warnings are the GCC build's job above.
 # The script walks (label script_walk: the quick tour, the experiment runner) only repeat commands
-# the C++ tests run here one by one, at minutes of sanitized time, so they run above only.
+# the C++ tests run here one by one, at minutes of sanitized time, so they run above only; the
+# tests of Python scripts alone (label python_only) would repeat the same work.
 scripts/fuzz.sh --build
-ctest --test-dir build-sanitize --output-on-failure --label-exclude script_walk
+ctest --test-dir build-sanitize --output-on-failure --label-exclude 'script_walk|python_only'
 
 # Fuzzing, each target on a core of its own (two at a time on 2 cores).
 scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
