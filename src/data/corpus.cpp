@@ -23,8 +23,7 @@ void check_as_listed(const CorpusFile& f) {
   if (::stat(f.path.c_str(), &st) != 0)
     LF_FAIL("corpus file '{}' disappeared while the corpus was being read ({}): was it moved or deleted?", f.path,
             std::strerror(errno));
-  const int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  if (static_cast<uint64_t>(st.st_size) != f.size || mtime_ns != f.mtime_ns)
+  if (static_cast<uint64_t>(st.st_size) != f.size || mtime_ns(st) != f.mtime_ns)
     LF_FAIL("corpus file '{}' changed while the corpus was being read: {} bytes when listed, {} now", f.path, f.size,
             static_cast<uint64_t>(st.st_size));
 }

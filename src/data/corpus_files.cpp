@@ -14,6 +14,11 @@
 namespace linformer::data {
 
 namespace fs = std::filesystem;
+
+int64_t mtime_ns(const struct ::stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
 using config::CorpusFormat;
 
 namespace {
@@ -33,7 +38,7 @@ CorpusFile describe(const std::string& path, CorpusFormat format) {
   CorpusFile f;
   f.path = path;
   f.size = static_cast<uint64_t>(st.st_size);
-  f.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  f.mtime_ns = mtime_ns(st);
   f.format = format;
   f.stream = !S_ISREG(st.st_mode);
   if (f.stream) return f;

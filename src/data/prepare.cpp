@@ -75,8 +75,7 @@ std::string key_of(const config::Recipe& r, const std::vector<CorpusFile>& files
     struct stat st {};
     if (::stat(r.data.tokenizer_model.c_str(), &st) != 0)
       LF_FAIL("data.tokenizer_model '{}': {}", r.data.tokenizer_model, std::strerror(errno));
-    key["tokenizer_model_file"] = {static_cast<uint64_t>(st.st_size),
-                                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+    key["tokenizer_model_file"] = {static_cast<uint64_t>(st.st_size), mtime_ns(st)};
   }
   return fmt::format("{:016x}", hash64(key.dump()));
 }

@@ -8,7 +8,13 @@
 #include <string_view>
 #include <vector>
 
+struct stat;
+
 namespace linformer::data {
+
+// A file's last modification time in nanoseconds (stat's st_mtim): what tells a file rewritten
+// since it was listed or since a cache key was made.
+int64_t mtime_ns(const struct ::stat& st);
 
 struct CorpusFile {
   std::string path;
