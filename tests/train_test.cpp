@@ -2,6 +2,8 @@
 // accumulation, refused resumes, metrics.
 
 #include "data_test_corpus.h"
+#include "linformer/config/recipe_loader.h"
+#include "linformer/core/checksum.h"
 #include "linformer/core/fs.h"
 #include "linformer/data/prepared.h"
 #include "linformer/data/special_tokens.h"
@@ -496,6 +498,42 @@ TEST_F(TrainTest, SameTargetsScoreTheSameTokensAtEveryN) {
   const std::string digest = fmt::format("{:016x}", *same[16].targets_digest);
   EXPECT_THAT(r.output, HasSubstr("same targets at any n: the masked tokens' digest is " + digest));
   EXPECT_EQ(nlohmann::json::parse(read_file(json))["targets_digest"], digest);
+}
+
+// A checkpoint written before a key moved (finetune.epochs, now train.max_epochs) records the old
+// key in its recipe.toml: eval reads it with a warning, while a recipe someone writes is refused.
+TEST_F(TrainTest, ACheckpointWrittenBeforeAKeyMovedStillEvaluates) {
+  TempDir runs;
+  const std::string run = (runs.path() / "run").string();
+  train(run, {"train.max_updates=2", "validation.max_batches=1"});
+  const std::string checkpoint = list_checkpoints(run + "/checkpoints").back().path;
+  EvalOptions o;
+  o.checkpoint = checkpoint;
+  const EvalReport before = run_eval(o);
+  // As the older version wrote it: the key in its section, the checksums over that text.
+  const std::string recipe_path = checkpoint + "/recipe.toml";
+  std::string recipe = read_file(recipe_path);
+  const size_t section = recipe.find("\n[finetune]");
+  ASSERT_NE(section, std::string::npos);
+  recipe.insert(recipe.find('\n', section + 1) + 1, "epochs = 3\n");
+  write_file_atomic(recipe_path, recipe);
+  nlohmann::json meta = nlohmann::json::parse(read_file(checkpoint + "/state.json"));
+  meta["files"]["recipe.toml"] = crc32_hex(recipe);
+  const std::string state = meta.dump(2) + "\n";
+  write_file_atomic(checkpoint + "/state.json", state);
+  write_file_atomic(checkpoint + "/DONE", "complete\nstate.json crc32 " + crc32_hex(state) + "\n");
+
+  EXPECT_EQ(run_eval(o).result.loss(), before.result.loss());
+  const auto r = testing::run_linformer("eval --checkpoint " + checkpoint);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("recipe.toml: 'finetune.epochs' was written by an older linformer (the key is "
+                                  "'train.max_epochs' now); ignored"));
+  try {
+    config::load_recipe(recipe_path);
+    FAIL() << "a recipe with a moved key was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("unknown key 'finetune.epochs' (did you mean 'train.max_epochs'?)"));
+  }
 }
 
 TEST_F(TrainTest, EvalAndFillMaskUseTheCheckpointAlone) {

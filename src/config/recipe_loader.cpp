@@ -1,5 +1,6 @@
 #include "linformer/config/recipe_loader.h"
 
+#include "linformer/config/suggest.h"
 #include "linformer/core/check.h"
 #include "recipe_visitors.h"
 
@@ -9,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+
+#include <spdlog/spdlog.h>
 
 namespace linformer::config {
 
@@ -112,14 +115,8 @@ Layer parse_override(const std::string& assignment) {
   }
 }
 
-}  // namespace
-
-Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides) {
-  std::vector<Layer> layers;
-  std::vector<std::string> stack;
-  load_chain(path, stack, layers);
-  for (const auto& assignment : overrides) layers.push_back(parse_override(assignment));
-
+// The recipe the layers give, applied in order; throws linformer::Error with every problem.
+Recipe resolve(const std::string& path, const std::vector<Layer>& layers) {
   Recipe recipe;
   const std::vector<std::string> keys = known_keys();
   std::vector<std::string> errors;
@@ -138,6 +135,27 @@ Recipe load_recipe(const std::string& path, const std::vector<std::string>& over
     throw Error(message);
   }
   return recipe;
+}
+
+}  // namespace
+
+Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides) {
+  std::vector<Layer> layers;
+  std::vector<std::string> stack;
+  load_chain(path, stack, layers);
+  for (const auto& assignment : overrides) layers.push_back(parse_override(assignment));
+  return resolve(path, layers);
+}
+
+Recipe load_written_recipe(const std::string& path) {
+  toml::table table = parse_recipe_file(path);
+  for (const auto& [old_key, new_key] : moved_keys()) {
+    const size_t dot = old_key.find('.');
+    toml::table* section = table[old_key.substr(0, dot)].as_table();
+    if (!section || !section->erase(old_key.substr(dot + 1))) continue;
+    spdlog::warn("{}: '{}' was written by an older linformer (the key is '{}' now); ignored", path, old_key, new_key);
+  }
+  return resolve(path, {Layer{path, std::move(table)}});
 }
 
 std::string dump_recipe(const Recipe& recipe) {

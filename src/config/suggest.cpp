@@ -30,10 +30,14 @@ std::string last_component(const std::string& key) {
 }
 }  // namespace
 
+const std::map<std::string, std::string>& moved_keys() {
+  static const std::map<std::string, std::string> moved = {{"finetune.epochs", "train.max_epochs"}};
+  return moved;
+}
+
 std::optional<std::string> closest_match(const std::string& word, const std::vector<std::string>& candidates) {
   // Keys that moved: an older recipe's key names its new place.
-  static const std::map<std::string, std::string> moved = {{"finetune.epochs", "train.max_epochs"}};
-  if (const auto it = moved.find(word); it != moved.end()) return it->second;
+  if (const auto it = moved_keys().find(word); it != moved_keys().end()) return it->second;
   // A key whose name exists in another section is misplaced, more likely than mistyped ("data.heads"
   // is model.heads, not data.seed three edits away).
   const std::string leaf = last_component(word);

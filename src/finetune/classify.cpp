@@ -24,7 +24,7 @@ int64_t run_classify(const ClassifyOptions& options, std::ostream& out) {
   const std::string checkpoint = resolve_checkpoint(options.checkpoint);
   verify_checkpoint(checkpoint);
   const fs::path dir(checkpoint);
-  const config::Recipe recipe = config::load_recipe((dir / "recipe.toml").string());
+  const config::Recipe recipe = config::load_written_recipe((dir / "recipe.toml").string());
   const std::vector<std::string>& labels = recipe.finetune.labels;
   const std::string weights = (dir / "model.safetensors").string();
   const ModelSpec spec = read_weights_spec(weights);

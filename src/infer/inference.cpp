@@ -45,7 +45,7 @@ struct Loaded {
 Loaded load(const std::string& requested, int64_t batch_size, int64_t max_masked, bool stream_masks = false) {
   const std::string checkpoint = resolve_checkpoint(requested);
   verify_checkpoint(checkpoint);
-  Loaded l{checkpoint, config::load_recipe((fs::path(checkpoint) / "recipe.toml").string()),
+  Loaded l{checkpoint, config::load_written_recipe((fs::path(checkpoint) / "recipe.toml").string()),
            data::Tokenizer::load((fs::path(checkpoint) / "tokenizer.model").string()), nullptr};
   const std::string weights = (fs::path(checkpoint) / "model.safetensors").string();
   const ModelSpec spec = read_weights_spec(weights);

@@ -18,6 +18,11 @@ namespace linformer::config {
 // Loads `path` with its base chain and the overrides; throws linformer::Error.
 Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides = {});
 
+// A recipe.toml linformer wrote into a checkpoint: the settings of the version that wrote it, so
+// a key that version had and this one moved (config::moved_keys()) is skipped with a warning, not
+// refused; anything else is checked as load_recipe() checks it.
+Recipe load_written_recipe(const std::string& path);
+
 // Cross-option checks (heads divide d_model, k ≤ n, …); one message per problem.
 std::vector<std::string> validate_recipe(const Recipe& recipe);
 // The model section's cross-option checks, for n = data.seq_len: the one place that says which

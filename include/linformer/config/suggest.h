@@ -1,6 +1,7 @@
 #pragma once
 // "Did you mean …?" for misspelt recipe keys and command-line values.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,5 +17,10 @@ int edit_distance(const std::string& a, const std::string& b);
 // `word` if it is close enough to be a likely typo (distance ≤ max(2, |word| / 3));
 // otherwise nothing.
 std::optional<std::string> closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+// Keys an older version had and this one moved, each with its new place: a recipe someone writes
+// is told where the key went (closest_match); a recipe.toml linformer wrote before the move is
+// read without it (load_written_recipe).
+const std::map<std::string, std::string>& moved_keys();
 
 }  // namespace linformer::config
