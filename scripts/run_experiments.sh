@@ -6,6 +6,8 @@
 #        scripts/run_experiments.sh --report-only  figures and tables only, no training
 #        scripts/run_experiments.sh --word-order   measure how much finished runs use word order
 #                                                  (eval --shuffle-words on their best checkpoint)
+#        scripts/run_experiments.sh --same-targets  score finished runs' best checkpoints on the same
+#                                                  validation targets at every n (eval --same-targets)
 #        scripts/run_experiments.sh --verify RUN... [--updates N]  train published runs again up to
 #                                                  update N (default: the first validation) and
 #                                                  compare every logged row with the published curve
@@ -21,6 +23,7 @@ for a in "$@"; do
     --list) command=list ;;
     --report-only) command=report ;;
     --word-order) command=word-order ;;
+    --same-targets) command=same-targets ;;
     --verify) command=verify ;;
     *) args+=("$a") ;;
   esac
