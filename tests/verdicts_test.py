@@ -357,6 +357,38 @@ class CitedNumbers(unittest.TestCase):
         self.cited(f"(means over seeds; 95% interval {self.interval('identity_main_job', 'on_par')}), a gap")
         self.cited(f"(\"disagrees\": 95% interval {self.interval('k_n1024_warmup', 'on_par')};")
 
+    def test_the_remedy_and_attention_numbers_are_the_files(self):
+        runs = self.v["runs"]
+        k128, k256 = (runs[f"linformer_n512_k{k}_local_long_sinusoidal_warmup128"] for k in (128, 256))
+        transformer = runs["transformer_n512_long_sinusoidal_warmup128"]["valid_ppl"]
+        for k, r in ((128, k128), (256, k256)):
+            self.cited(f"{r['valid_ppl']:.1f} ({r['valid_ratio_to_unigram']:.3f} × unigram; test {r['test_ppl']:.1f}; "
+                       f"shuffled words {r['test_shuffled_ratio']:.2f}×)")
+        self.cited(f"{k256['valid_ppl'] / transformer:.2f}× the Transformer's {transformer:.1f}")
+        same = []
+        for k in (128, 256):
+            with open(os.path.join(ROOT, "results", "brown", "runs", f"linformer_n512_k{k}_local_long_sinusoidal_warmup128",
+                                   "same_targets.json")) as f:
+                same.append(json.load(f)["perplexity"])
+        self.cited(f"they score {same[0]:.1f} and {same[1]:.1f}")
+        claim = next(c for c in self.v["claims"] if c["experiment"] == "remedy_n512_warmup")
+        d, lo, hi = claim["checks"][0]["log_ratios"][0]
+        self.cited(f"×{math.exp(d):.3g} [{math.exp(lo):.3g}, {math.exp(hi):.3g}], \"cannot tell at this noise\"")
+        probe = os.path.join(ROOT, "results", "brown", "attention_probe")
+        with open(os.path.join(probe, "n128.json")) as f:
+            n128 = json.load(f)
+        heads = [r["layers"][1] for name, r in n128.items() if "s26_s25_full_attention" in name]
+        share = [x for h in heads for x in h["neighbours"]]
+        rank = [x for h in heads for x in h["rank90"]]
+        self.cited(f"put {100 * min(share):.0f}–{100 * max(share):.0f}% of their value weight on the positions 1–2 away "
+                   f"(uniform weights: {100 * n128[next(iter(n128))]['uniform']['neighbours']:.1f}%), and those heads need "
+                   f"{min(rank)}–{max(rank)} singular values of 128")
+        with open(os.path.join(probe, "n512.json")) as f:
+            n512 = list(json.load(f).values())
+        local = [max(zip(r["layers"][0]["neighbours"], r["layers"][0]["rank90"])) for r in n512]  # layer 0's most local head
+        self.cited(f"(rank90 {local[0][1]} of k = 128, {local[1][1]} of k = 256) and still put only "
+                   f"{100 * local[0][0]:.0f}–{100 * local[1][0]:.0f}% of their weight on neighbours")
+
 
 if __name__ == "__main__":
     unittest.main()
