@@ -43,10 +43,11 @@ def compresses_input_first(cfg):
     return cfg.linformer and cfg.projection != "max" and not per_head_parameters
 
 
-def attention_compress_first(x, real, params, cfg, layer):
-    """ref.attention with x compressed before the K and V projections (same result)."""
-    if not compresses_input_first(cfg):
-        return reference_attention(x, real, params, cfg, layer)
+def attention_compress_first(x, real, params, cfg, layer, observe=None):
+    """ref.attention with x compressed before the K and V projections (same result); an observer
+    (ref.attention's) is served by the reference's own attention."""
+    if not compresses_input_first(cfg) or observe is not None:
+        return reference_attention(x, real, params, cfg, layer, observe)
     B, T, C = x.shape
     H, D = cfg.heads, cfg.head_dim
     prefix = f"layers.{layer}.attn."
