@@ -12,7 +12,6 @@ Usage: word_order_learning_test.py LINFORMER_BINARY
 """
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -20,27 +19,14 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARY = None
-
-
-def write_pairs_corpus(folder, documents=120, lines=20, pairs=8, words=150, seed=1):
-    rng = random.Random(seed)
-    syllables = ["ka", "lo", "mi", "re", "su", "ta", "ne", "po", "vi", "du", "sa", "ko"]
-    vocabulary = sorted({"".join(rng.choice(syllables) for _ in range(rng.randint(2, 3))) for _ in range(words * 2)})[:words]
-    os.makedirs(folder)
-    for d in range(documents):
-        with open(os.path.join(folder, f"d{d:03d}.txt"), "w") as f:
-            for _ in range(lines):
-                line = []
-                for _ in range(pairs):
-                    w = rng.choice(vocabulary)
-                    line += [w, w]
-                f.write(" ".join(line) + "\n")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from word_pairs import write_corpus  # noqa: E402
 
 
 class WordOrderLearning(unittest.TestCase):
     def test_a_model_trained_on_word_pairs_uses_word_order(self):
         with tempfile.TemporaryDirectory() as d:
-            write_pairs_corpus(os.path.join(d, "corpus"))
+            write_corpus(os.path.join(d, "corpus"))
             recipe = os.path.join(d, "pairs.toml")
             with open(recipe, "w") as f:
                 f.write(f'base = "{ROOT}/recipes/ci/tiny.toml"\nname = "pairs"\n'
