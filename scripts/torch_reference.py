@@ -77,6 +77,7 @@ class Config:
     init_std: float = 0.02  # random weights; the amplitude of sinusoidal positions
     positions: str = "learned"
     projection_init: str = "normal"  # only used to write random weights
+    local_window: int = 0  # Linformer: keys at most this far away also attended at full resolution
 
     @property
     def head_dim(self):
@@ -170,7 +171,10 @@ def parse_config(model, source="model config"):
             freeze_projection=_get(model, "freeze_projection", "bool", source),
             projection_init=choice("projection_init", PROJECTION_INITS, "normal"),
             k_per_layer=_resolve_k(model, layers, fields["seq_len"], source),
+            local_window=_get(model, "local_window", "int", source, 0),
         )
+        if fields["local_window"] < 0:
+            raise InputError(f"{source}: key 'local_window' must be >= 0, got {fields['local_window']}")
     cfg = Config(**fields)
     if cfg.linformer:
         _check_linformer(cfg, source)
@@ -576,18 +580,31 @@ def attention(x, real, params, cfg, layer, observe=None):
     b_k = b[C : 2 * C].reshape(H, 1, D)
     b_v = b[2 * C :].reshape(H, 1, D)
 
+    band_values = None
     if cfg.linformer:
         # project, zero the padded rows, compress along the sequence, then add the bias
         keep = real[:, None, :, None].to(x.dtype)
         e_name, f_name = projection_names(cfg, layer) or (None, None)
+        k_full, band_values = k + b_k, v + b_v
         k = compress(k * keep, real, cfg, layer, params.get(e_name)) + b_k
         v = compress(v * keep, real, cfg, layer, params.get(f_name)) + b_v
         scores = q @ k.transpose(-1, -2) / math.sqrt(D)  # (B, H, T, K_l)
+        if cfg.local_window:  # every real key within the window, beside the compressed ones
+            t = torch.arange(T)
+            near = (t[:, None] - t[None, :]).abs() <= cfg.local_window  # (T, T)
+            band = (q @ k_full.transpose(-1, -2) / math.sqrt(D)).masked_fill(~(near & real[:, None, None, :]), -math.inf)
+            scores = torch.cat([scores, band], dim=-1)  # (B, H, T, K_l + T)
     else:
         k, v = k + b_k, v + b_v
         scores = q @ k.transpose(-1, -2) / math.sqrt(D)  # (B, H, T, T)
         scores = scores.masked_fill(~real[:, None, None, :], -math.inf)
     probs = torch.softmax(scores, dim=-1)
+    if cfg.linformer and cfg.local_window:
+        if observe is not None:
+            raise InputError("observing attention with a local band (local_window) is not implemented")
+        K = cfg.k_per_layer[layer]
+        heads = probs[..., :K] @ v + probs[..., K:] @ band_values  # (B, H, T, D)
+        return linear(heads.transpose(1, 2).reshape(B, T, C), params, prefix + "out_proj")
     if observe is not None:
         value_mix = None
         if cfg.linformer and cfg.projection != "max":  # compressing the identity gives the matrix

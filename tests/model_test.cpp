@@ -89,23 +89,26 @@ TEST_P(FiniteDifferences, EveryParameterTensor) {
 
 // Every attention, sharing, projection and norm variant, with and without dropout.
 std::vector<FdCase> model_variants() {
-  return {FdCase{"full_post", {{"attention", "full"}}, false},
-          FdCase{"full_pre_dropout",
-                 {{"attention", "full"},
-                  {"norm", "pre"},
-                  {"dropout", 0.2},
-                  {"attention_dropout", 0.2},
-                  {"activation_dropout", 0.2}},
-                 true},
-          FdCase{"linformer_none", {{"sharing", "none"}}, false},
-          FdCase{"linformer_headwise_dropout",
-                 {{"dropout", 0.1}, {"attention_dropout", 0.3}, {"activation_dropout", 0.1}},
-                 true},
-          FdCase{"linformer_layerwise", {{"sharing", "layerwise"}}, false},
-          FdCase{"linformer_conv_none", {{"projection", "conv"}, {"sharing", "none"}}, false},
-          FdCase{"linformer_mean_pre", {{"projection", "mean"}, {"norm", "pre"}}, false},
-          FdCase{"linformer_max_kv", {{"projection", "max"}, {"sharing", "kv"}}, false},
-          FdCase{"linformer_sinusoidal", {{"positions", "sinusoidal"}}, false}};
+  return {
+      FdCase{"full_post", {{"attention", "full"}}, false},
+      FdCase{"full_pre_dropout",
+             {{"attention", "full"},
+              {"norm", "pre"},
+              {"dropout", 0.2},
+              {"attention_dropout", 0.2},
+              {"activation_dropout", 0.2}},
+             true},
+      FdCase{"linformer_none", {{"sharing", "none"}}, false},
+      FdCase{"linformer_headwise_dropout",
+             {{"dropout", 0.1}, {"attention_dropout", 0.3}, {"activation_dropout", 0.1}},
+             true},
+      FdCase{"linformer_layerwise", {{"sharing", "layerwise"}}, false},
+      FdCase{"linformer_conv_none", {{"projection", "conv"}, {"sharing", "none"}}, false},
+      FdCase{"linformer_mean_pre", {{"projection", "mean"}, {"norm", "pre"}}, false},
+      FdCase{"linformer_max_kv", {{"projection", "max"}, {"sharing", "kv"}}, false},
+      FdCase{"linformer_sinusoidal", {{"positions", "sinusoidal"}}, false},
+      FdCase{"linformer_local_window", {{"local_window", 2}}, false},
+      FdCase{"linformer_max_local_window_pre", {{"projection", "max"}, {"local_window", 1}, {"norm", "pre"}}, false}};
 }
 
 std::string variant_name(const ::testing::TestParamInfo<FdCase>& info) { return info.param.name; }

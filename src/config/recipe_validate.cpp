@@ -13,6 +13,9 @@ std::vector<std::string> model_errors(const ModelConfig& m, int n) {
   auto fail = [&](auto&&... args) { errors.push_back(fmt::format(std::forward<decltype(args)>(args)...)); };
   if (m.d_model % m.heads != 0) fail("model.heads = {} must divide model.d_model = {}", m.heads, m.d_model);
 
+  if (m.local_window > 0 && m.attention != AttentionKind::linformer)
+    fail("model.local_window = {} applies to model.attention = \"linformer\" (full attention sees every key already)",
+         m.local_window);
   if (m.attention == AttentionKind::linformer) {
     if (!m.k_per_layer.empty() && static_cast<int>(m.k_per_layer.size()) != m.layers)
       fail("model.k_per_layer has {} values but model.layers = {}", m.k_per_layer.size(), m.layers);
@@ -31,6 +34,9 @@ std::vector<std::string> model_errors(const ModelConfig& m, int n) {
             "of {} = {}",
             enum_name(m.projection), n, k_key, k);
     }
+    if (m.local_window > 0 && m.attention_dropout > 0)
+      fail("model.local_window = {} needs model.attention_dropout = 0 (dropout on the band is not implemented)",
+           m.local_window);
     if (m.freeze_projection && (m.projection == ProjectionKind::mean || m.projection == ProjectionKind::max))
       fail("model.freeze_projection applies to learned projections (linear, conv), not to \"{}\" pooling",
            enum_name(m.projection));
@@ -56,6 +62,8 @@ std::vector<std::string> validate_recipe(const Recipe& r) {
     fail("data.valid_fraction + data.test_fraction leaves no documents for training");
 
   const TrainConfig& t = r.train;
+  if (m.local_window > 0 && t.precision != Precision::fp32)
+    fail("model.local_window = {} runs in fp32 only: set train.precision = \"fp32\"", m.local_window);
   if (t.max_updates == 0 && t.max_epochs == 0 && t.max_tokens == 0 && t.max_minutes == 0.0)
     fail("training would never stop: set train.max_updates, train.max_epochs, train.max_tokens or train.max_minutes");
   // Without a length a decay ends at once: lr 0 from the end of the warm-up on.

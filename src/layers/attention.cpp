@@ -11,7 +11,9 @@ using config::Sharing;
 bool compresses_input_first(const ModelSpec& spec) {
   const bool per_head_parameters = spec.sharing == Sharing::none && (spec.projection == ProjectionKind::linear ||
                                                                      spec.projection == ProjectionKind::conv);
-  return spec.is_linformer() && spec.projection != ProjectionKind::max && !per_head_parameters;
+  // The band reads every row's keys and values, which compressing x first never makes.
+  return spec.is_linformer() && spec.projection != ProjectionKind::max && !per_head_parameters &&
+         spec.local_window == 0;
 }
 
 bool shares_compression(const ModelSpec& spec) {
@@ -70,7 +72,8 @@ double Attention::forward_flops(const ModelSpec& s, int layer, int64_t B, int64_
     flops += Linear::forward_flops(static_cast<double>(B * T), 3 * C, C);  // in_proj
     if (linear) flops += 2 * (2 * B * K * T * C);                          // E K, F V (per head: the same total)
   }
-  return flops + 2 * (2 * rows * K * C);  // Q K̃ᵀ, P Ṽ
+  const double band = s.local_window > 0 ? 2.0 * s.local_window + 1 : 0.0;  // keys a query reads in its band
+  return flops + 2 * (2 * rows * (K + band) * C);                           // Q K̃ᵀ, P Ṽ and the band's
 }
 
 Attention::Attention(const ModelSpec& spec, const Workspace& ws, int layer)

@@ -48,6 +48,16 @@ AttentionCore::AttentionCore(const ModelSpec& spec, const Parameters& params, Wo
   scratch_.d_ctx = ws.reserve_backward("attn.d_ctx", {B, T, C_});
   if (f32_probs) scratch_.d_probs = ws.reserve_backward("attn.d_probs", {B, H_, T, S});
   if (query_rows && spec.attention_dropout > 0) score_rows_.reserve(static_cast<size_t>(max_batch * H_ * spec.seq_len));
+  has_band_ = spec.is_linformer() && spec.local_window > 0;
+  if (has_band_) {
+    LF_CHECK(!bf16_caches && !query_rows && !dropout,
+             "attention layer {}: model.local_window runs in fp32 only (train.precision, --precision), on every query "
+             "row and without attention dropout",
+             layer);
+    band_ = LocalBand(spec.local_window);
+    band_probs_ = ws.reserve_cache(layer, "attn.band_probs", {B, H_, T, Dim(band_.width())});
+    d_band_probs_ = ws.reserve_backward("attn.d_band_probs", {B, H_, T, Dim(band_.width())});
+  }
 }
 
 void AttentionCore::forward(const BatchGeometry& g, const HeadOperands& heads, TensorView<float> y,
@@ -82,6 +92,12 @@ void AttentionCore::forward(const BatchGeometry& g, const HeadOperands& heads, T
     matmul(heads.queries_bf16, heads.keys_bf16.transpose(2, 3), scores);
     softmax_forward_bf16_scores(scores.data(), dropped ? probs.data() : nullptr, dropped ? nullptr : scores.data(),
                                 B * H_ * Tq, scores.size(3), scale, key_valid, H_ * Tq);
+  } else if (has_band_) {  // one softmax over the compressed keys and the band
+    LF_CHECK(!rows && !matmul_bf16_operands(), "attention layer {}: the local band runs in fp32 on every row", layer_);
+    const TensorView<float> band = ws_->view(band_probs_, e);
+    matmul(heads.queries, heads.keys.transpose(2, 3), probs);
+    band_.scores(g, heads.queries, heads.band_keys, band);
+    LocalBand::softmax_forward(probs.data(), probs.size(3), band.data(), band.size(3), B * H_ * Tq, scale);
   } else {
     matmul(heads.queries, heads.keys.transpose(2, 3), probs);
     if (matmul_bf16_operands()) round_to_bf16_values(probs.data(), probs.numel());  // the bf16 path's numbers
@@ -120,6 +136,7 @@ void AttentionCore::probabilities_forward(const BatchGeometry& g, const HeadOper
     matmul(used_bf16(), heads.values_bf16, split_heads(ctx, H_, D_));
   else
     matmul(used, heads.values, split_heads(ctx, H_, D_));
+  if (has_band_) band_.context_forward(ws_->view(band_probs_, e), heads.band_values, split_heads(ctx, H_, D_));
   out_proj_.forward(ctx.reshape(Shape{B * Tq, C_}), y.reshape(Shape{B * Tq, C_}));
 }
 
@@ -163,9 +180,20 @@ void AttentionCore::products_backward_f32(const BatchGeometry& g, const HeadOper
   if (matmul_bf16_operands()) round_to_bf16_values(d_probs.data(), d_probs.numel());  // the bf16 path's numbers
   matmul(used.transpose(2, 3), d_ctx_h, d_heads.values);
   if (dropped) dropout_backward(g, Tq, pass, rows);
-  softmax_backward(d_probs.data(), probs.data(), d_probs.data(), B * H_ * Tq, d_probs.size(3), scale);
+  if (!has_band_) {
+    softmax_backward(d_probs.data(), probs.data(), d_probs.data(), B * H_ * Tq, d_probs.size(3), scale);
+    matmul(d_probs, heads.keys, d_heads.queries);
+    matmul(d_probs.transpose(2, 3), heads.queries, d_heads.keys);
+    return;
+  }
+  // The band beside: its P·V, the joint softmax, its Q·Kᵀ (dQ adds onto the compressed keys' part).
+  const TensorView<float> band = ws_->view(band_probs_, e), d_band = ws_->view(d_band_probs_, e);
+  band_.context_backward(band, heads.band_values, d_ctx_h, d_band, d_heads.band_values);
+  LocalBand::softmax_backward(d_probs.data(), probs.data(), d_probs.size(3), d_band.data(), band.data(), d_band.size(3),
+                              B * H_ * Tq, scale);
   matmul(d_probs, heads.keys, d_heads.queries);
   matmul(d_probs.transpose(2, 3), heads.queries, d_heads.keys);
+  band_.scores_backward(d_band, heads.queries, heads.band_keys, d_heads.queries, d_heads.band_keys);
 }
 
 // The same on the bf16 path: dP is a bf16 result, like the scores; d_scores feeds only bf16 products.

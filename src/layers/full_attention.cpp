@@ -75,8 +75,11 @@ HeadOperands FullAttention::operands(const Extents& e, const Extents& eq, const 
 
 HeadGradients FullAttention::gradients(const Extents& e, const Extents& eq, const QueryRows* rows) const {
   const TensorView<float> d_qkv = ws_.view(scratch_.d_qkv, e);  // (B, T, 3C)
-  return {heads(rows ? in_proj_.query_rows_dq(eq) : d_qkv.slice(2, 0, C_)), heads(d_qkv.slice(2, C_, 2 * C_)),
-          heads(d_qkv.slice(2, 2 * C_, 3 * C_))};
+  return {heads(rows ? in_proj_.query_rows_dq(eq) : d_qkv.slice(2, 0, C_)),
+          heads(d_qkv.slice(2, C_, 2 * C_)),
+          heads(d_qkv.slice(2, 2 * C_, 3 * C_)),
+          {},
+          {}};
 }
 
 void FullAttention::run_forward(const BatchGeometry& g, TensorView<const float> x, TensorView<float> y,

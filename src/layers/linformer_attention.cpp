@@ -55,7 +55,7 @@ HeadOperands LinformerAttention::operands(const Extents& e, const Extents& eq, T
 }
 
 HeadGradients LinformerAttention::gradients(const Extents& e, TensorView<float> d_queries) const {
-  return {heads(d_queries), heads(d_compressed(e, 0)), heads(d_compressed(e, 1))};
+  return {heads(d_queries), heads(d_compressed(e, 0)), heads(d_compressed(e, 1)), {}, {}};
 }
 
 void LinformerAttention::compressed_bias_backward(const Extents& e) const {
@@ -70,6 +70,39 @@ LinformerProjectFirst::LinformerProjectFirst(const ModelSpec& spec, const Parame
   const Dim B = Dim::batch(max_batch), T = Dim::tokens(spec.seq_len);
   cache_.qkv = ws.reserve_cache(layer, "attn.qkv", {B, T, 3 * C_});
   scratch_.d_qkv = ws.reserve_backward("attn.d_qkv", {B, T, 3 * C_});
+  if (spec.local_window > 0) {
+    cache_.kv_band = ws.reserve_cache(layer, "attn.kv_band", {B, T, 2 * C_});
+    scratch_.d_kv_band = ws.reserve_backward("attn.d_kv_band", {B, T, 2 * C_});
+  }
+}
+
+HeadOperands LinformerProjectFirst::with_band(HeadOperands h, const Extents& e) const {
+  if (!cache_.kv_band) return h;
+  const TensorView<float> kv = ws_.view(cache_.kv_band, e);
+  h.band_keys = heads(kv.slice(2, 0, C_));
+  h.band_values = heads(kv.slice(2, C_, 2 * C_));
+  return h;
+}
+
+HeadGradients LinformerProjectFirst::with_band(HeadGradients d, const Extents& e) const {
+  if (!scratch_.d_kv_band) return d;
+  const TensorView<float> d_kv = ws_.view(scratch_.d_kv_band, e);
+  d.band_keys = heads(d_kv.slice(2, 0, C_));
+  d.band_values = heads(d_kv.slice(2, C_, 2 * C_));
+  return d;
+}
+
+// In the forward pass: kv_band = [K | V] + [b_K | b_V]. So dK | dV += its gradient, db_K | db_V +=
+// its column sums.
+void LinformerProjectFirst::band_backward(const Extents& e, TensorView<float> d_qkv) const {
+  const TensorView<float> d_kv = ws_.view(scratch_.d_kv_band, e);
+  const int64_t rows = e.B * e.T;
+  const float* src = d_kv.data();
+  float* dst = d_qkv.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < 2 * C_; ++c) dst[r * 3 * C_ + C_ + c] += src[r * 2 * C_ + c];
+  add_column_sums(d_kv.data(), rows, 2 * C_, 2 * C_, in_proj_.d_bias(1));
 }
 
 TensorView<float> LinformerProjectFirst::queries_f32(const Extents& eq, const QueryRows* rows) const {
@@ -92,6 +125,14 @@ void LinformerProjectFirst::run_forward(const BatchGeometry& g, TensorView<const
   else
     in_proj_.linear.forward(x.reshape(Shape{B * T, C_}), qkv2, /*with_bias=*/false);
   if (!rows) add_bias_rows(qkv.data(), B * T, C_, 3 * C_, in_proj_.bias(0));
+  if (cache_.kv_band) {  // the band's keys and values: every row, with their biases
+    float* kv = ws_.view(cache_.kv_band, e).data();
+    const float* src = qkv.data();
+    const float* bias = in_proj_.bias(1);  // b_K | b_V
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < B * T; ++r)
+      for (int64_t c = 0; c < 2 * C_; ++c) kv[r * 2 * C_ + c] = src[r * 3 * C_ + C_ + c] + bias[c];
+  }
   // K̃ = P_E(real ⊙ K) + b_K, Ṽ = P_F(real ⊙ V) + b_V.
   for (int which = 0; which < 2; ++which) {
     const TensorView<float> part = qkv.slice(2, (1 + which) * C_, (2 + which) * C_);
@@ -102,7 +143,7 @@ void LinformerProjectFirst::run_forward(const BatchGeometry& g, TensorView<const
   for (int which = 0; which < 2; ++which)
     add_bias_rows(compressed(e, which).data(), B * K_, C_, C_, in_proj_.bias(1 + which));
   if (core_.runs_bf16()) round_heads(e, eq, queries_f32(eq, rows), /*queries_rounded=*/false);
-  core_.forward(g, operands(e, eq, queries_f32(eq, rows)), y, /*key_valid=*/nullptr, pass, rows);
+  core_.forward(g, with_band(operands(e, eq, queries_f32(eq, rows)), e), y, /*key_valid=*/nullptr, pass, rows);
 }
 
 void LinformerProjectFirst::run_backward(const BatchGeometry& g, TensorView<const float> x, TensorView<const float> dy,
@@ -111,12 +152,14 @@ void LinformerProjectFirst::run_backward(const BatchGeometry& g, TensorView<cons
   const Extents e{B, T}, eq{B, rows ? rows->Tq : T};
   const TensorView<float> qkv = ws_.view(cache_.qkv, e), d_qkv = ws_.view(scratch_.d_qkv, e);
   const TensorView<float> d_queries = rows ? in_proj_.query_rows_dq(eq) : ws_.view(scratch_.d_qkv, eq).slice(2, 0, C_);
-  core_.backward(g, dy, operands(e, eq, queries_f32(eq, rows)), gradients(e, d_queries), pass, rows);
+  core_.backward(g, dy, with_band(operands(e, eq, queries_f32(eq, rows)), e), with_band(gradients(e, d_queries), e),
+                 pass, rows);
   compressed_bias_backward(e);
   // In the forward pass: K̃ = P_E(real ⊙ K part), Ṽ = P_F(real ⊙ V part) (+ bias).
   proj_e_.backward(g, d_compressed(e, 0), qkv.slice(2, C_, 2 * C_), d_qkv.slice(2, C_, 2 * C_), Accumulate::overwrite);
   proj_f_.backward(g, d_compressed(e, 1), qkv.slice(2, 2 * C_, 3 * C_), d_qkv.slice(2, 2 * C_, 3 * C_),
                    Accumulate::overwrite);
+  if (scratch_.d_kv_band) band_backward(e, d_qkv);
   if (rows) {  // K̃'s and Ṽ's biases done above
     in_proj_.backward_in_parts(g, *rows, x, d_qkv, dx, /*kv_bias=*/false, core_.d_ctx_bf16_buffer(eq));
     return;

@@ -189,6 +189,7 @@ struct ModelConfig {
   ProjectionKind projection;
   bool freeze_projection;
   ProjectionInit projection_init;
+  int local_window;
 
   template <class V>
   void visit(V& v) {
@@ -222,6 +223,10 @@ struct ModelConfig {
     v("projection_init", projection_init, ProjectionInit::normal,
       "Linformer projection init: normal (N(0, init_std), fairseq's effective init), paper (N(0, 1/k)), "
       "xavier (uniform) or local (row j the mean of positions [jn/k, (j+1)n/k): mean pooling, the identity at k = n).");
+    v("local_window", local_window, 0,
+      "Linformer: each query also attends at full resolution to the keys at most this many positions away, in "
+      "one softmax with the k compressed keys (0: none). Costs O(n·w) beside O(n·k); fp32 only.",
+      at_least(0));
   }
 };
 

@@ -7,6 +7,7 @@
 // path's rounded P and the buffers a variant may borrow as scratch (ctx, d_ctx).
 
 #include "linformer/layers/linear.h"
+#include "linformer/layers/local_band.h"
 #include "linformer/layers/pass.h"
 #include "linformer/nn/model_spec.h"
 #include "linformer/nn/workspace.h"
@@ -29,19 +30,24 @@ void add_bias_rows(float* x, int64_t rows, int64_t C, int64_t row_stride, const 
 // The operands of the attention products for one pass, per head: queries (B, H, Tq, D), keys and
 // values (B, H, S, D). The f32 path reads the f32 views, the bf16 path (AttentionCore::runs_bf16)
 // the rounded ones, which the variant fills before forward (Q, K, V are each read twice).
+// With a local band (model.local_window), also the full-resolution keys and values with their
+// biases (B, H, T, D), f32 only.
 struct HeadOperands {
   TensorView<const float> queries, keys, values;
   TensorView<const bf16> queries_bf16, keys_bf16, values_bf16;
+  TensorView<const float> band_keys, band_values;
 };
 // Their gradients, same shapes, overwritten by backward.
 struct HeadGradients {
   TensorView<float> queries, keys, values;
+  TensorView<float> band_keys, band_values;
 };
 
 class AttentionCore {
  public:
   AttentionCore() = default;
-  // S: the keys' axis (Dim::tokens(n) for full attention, K_l for Linformer). bf16_caches: the
+  // S: the keys' axis (Dim::tokens(n) for full attention, K_l for Linformer; a Linformer with
+  // model.local_window also gets the band of local_band.h, every query row). bf16_caches: the
   // parameters keep bf16 copies (the bf16 path's caches are reserved, in inference too).
   // query_rows: this layer can take QueryRows (dropout then maps score rows to the layer's).
   AttentionCore(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch, Dim S,
@@ -109,6 +115,10 @@ class AttentionCore {
     Buffer<bf16> d_scores_bf16;  // (B, H, T, S): dP, then d_scores, rounded (bf16 path)
   } scratch_;
   std::vector<int32_t> score_rows_;
+  LocalBand band_;  // width 1 (unused) without model.local_window
+  bool has_band_ = false;
+  Buffer<float> band_probs_;    // cache (B, H, T, W): the band's scores, then its probabilities
+  Buffer<float> d_band_probs_;  // backward scratch (B, H, T, W): dP_band, then d_band scores
   // bf16 inference: the scores are written in bf16 into cache_.probs_bf16 and become P there (no f32
   // P): half of fp32's score memory, where otherwise bf16 would keep both.
   bool scores_in_bf16_ = false;

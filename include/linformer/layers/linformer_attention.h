@@ -94,7 +94,8 @@ class LinformerCompressFirst final : public LinformerAttention {
   } scratch_;
 };
 
-// Max pooling, per-head E or conv filters: x projected (every row), then K and V compressed.
+// Max pooling, per-head E or conv filters, or any compression with a local band
+// (model.local_window): x projected (every row), then K and V compressed.
 class LinformerProjectFirst final : public LinformerAttention {
  public:
   LinformerProjectFirst(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch);
@@ -108,11 +109,19 @@ class LinformerProjectFirst final : public LinformerAttention {
   // Q (B, Tq, C): the qkv cache's first C columns, or with query rows in_proj's Q-rows cache.
   TensorView<float> queries_f32(const Extents& eq, const QueryRows* rows) const;
 
+  // model.local_window: the band's full-resolution keys and values (with biases) as the core
+  // reads them, and their gradients, added into dK | dV after the compressions' backward.
+  HeadOperands with_band(HeadOperands h, const Extents& e) const;
+  HeadGradients with_band(HeadGradients d, const Extents& e) const;
+  void band_backward(const Extents& e, TensorView<float> d_qkv) const;
+
   struct Cache {
-    Buffer<float> qkv;  // (B, T, 3C): Q | K | V, K and V without bias, padded rows zeroed
+    Buffer<float> qkv;      // (B, T, 3C): Q | K | V, K and V without bias, padded rows zeroed
+    Buffer<float> kv_band;  // (B, T, 2C): K + b_K | V + b_V at every row (local_window only)
   } cache_;
   struct Scratch {
-    Buffer<float> d_qkv;  // (B, T, 3C): dQ | dK | dV
+    Buffer<float> d_qkv;      // (B, T, 3C): dQ | dK | dV
+    Buffer<float> d_kv_band;  // (B, T, 2C): the band's dK | dV (local_window only)
   } scratch_;
 };
 

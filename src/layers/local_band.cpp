@@ -1,0 +1,154 @@
+#include "linformer/layers/local_band.h"
+
+#include "linformer/core/check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace linformer {
+
+namespace {
+// Row t of head (b, h) of a per-head view (B, H, T, D).
+template <class T>
+T* head_row(const TensorView<T>& x, int64_t b, int64_t h, int64_t t) {
+  return x.data() + b * x.stride(0) + h * x.stride(1) + t * x.stride(2);
+}
+
+float dot(const float* a, const float* b, int64_t D) {
+  float sum = 0;
+  for (int64_t d = 0; d < D; ++d) sum += a[d] * b[d];
+  return sum;
+}
+
+void check_heads(const TensorView<const float>& x, const char* what) {
+  LF_CHECK(x.shape().rank() == 4 && x.stride(3) == 1, "local band: {} must be per head (B, H, T, D), unit stride",
+           what);
+}
+}  // namespace
+
+void LocalBand::scores(const BatchGeometry& g, TensorView<const float> q, TensorView<const float> k,
+                       TensorView<float> band) const {
+  check_heads(q, "queries");
+  check_heads(k, "keys");
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), W = width();
+  LF_CHECK(band.is_contiguous() && band.size(3) == W, "local band: scores must be (B, H, T, {}) dense", W);
+  constexpr float kNone = -std::numeric_limits<float>::infinity();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t length = g.lengths ? g.lengths[b] : T;
+      for (int64_t t = 0; t < T; ++t) {
+        float* out = band.data() + ((b * H + h) * T + t) * W;
+        const float* qt = head_row(q, b, h, t);
+        for (int64_t s = 0; s < W; ++s) {
+          const int64_t j = t + s - w_;
+          out[s] = (j >= 0 && j < length) ? dot(qt, head_row(k, b, h, j), D) : kNone;
+        }
+      }
+    }
+}
+
+void LocalBand::softmax_forward(float* probs, int64_t S, float* band, int64_t W, int64_t rows, float scale) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* p = probs + r * S;
+    float* pb = band + r * W;
+    float top = *std::max_element(p, p + S);  // S ≥ 1: the compressed keys, always finite
+    top = std::max(top, *std::max_element(pb, pb + W));
+    double sum = 0;
+    for (int64_t j = 0; j < S; ++j) sum += p[j] = std::exp(scale * (p[j] - top));
+    for (int64_t j = 0; j < W; ++j) sum += pb[j] = std::exp(scale * (pb[j] - top));  // −∞: 0
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t j = 0; j < S; ++j) p[j] *= inv;
+    for (int64_t j = 0; j < W; ++j) pb[j] *= inv;
+  }
+}
+
+void LocalBand::context_forward(TensorView<const float> band_probs, TensorView<const float> v,
+                                TensorView<float> ctx) const {
+  check_heads(v, "values");
+  const int64_t B = v.size(0), H = v.size(1), T = v.size(2), D = v.size(3), W = width();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        const float* p = band_probs.data() + ((b * H + h) * T + t) * W;
+        float* out = head_row(ctx, b, h, t);
+        for (int64_t s = std::max<int64_t>(0, w_ - t); s < std::min(W, T - t + w_); ++s) {
+          const float* vj = head_row(v, b, h, t + s - w_);
+          for (int64_t d = 0; d < D; ++d) out[d] += p[s] * vj[d];
+        }
+      }
+}
+
+void LocalBand::context_backward(TensorView<const float> band_probs, TensorView<const float> v,
+                                 TensorView<const float> d_ctx, TensorView<float> d_band, TensorView<float> d_v) const {
+  const int64_t B = v.size(0), H = v.size(1), T = v.size(2), D = v.size(3), W = width();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        // Query t's slots: dP_band = d_ctx_t · v_j.
+        float* db = d_band.data() + ((b * H + h) * T + t) * W;
+        const float* dc = head_row(d_ctx, b, h, t);
+        for (int64_t s = 0; s < W; ++s) {
+          const int64_t j = t + s - w_;
+          db[s] = (j >= 0 && j < T) ? dot(dc, head_row(v, b, h, j), D) : 0.0f;
+        }
+        // Key t's gradient, gathered from the queries i = t − (s − w) that read it at slot s.
+        float* dv = head_row(d_v, b, h, t);
+        std::fill(dv, dv + D, 0.0f);
+        for (int64_t s = 0; s < W; ++s) {
+          const int64_t i = t - s + w_;
+          if (i < 0 || i >= T) continue;
+          const float p = band_probs.data()[((b * H + h) * T + i) * W + s];
+          const float* dci = head_row(d_ctx, b, h, i);
+          for (int64_t d = 0; d < D; ++d) dv[d] += p * dci[d];
+        }
+      }
+}
+
+void LocalBand::softmax_backward(float* d_probs, const float* probs, int64_t S, float* d_band, const float* band_probs,
+                                 int64_t W, int64_t rows, float scale) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* dp = d_probs + r * S;
+    float* db = d_band + r * W;
+    const float* p = probs + r * S;
+    const float* pb = band_probs + r * W;
+    double inner = 0;
+    for (int64_t j = 0; j < S; ++j) inner += static_cast<double>(dp[j]) * p[j];
+    for (int64_t j = 0; j < W; ++j) inner += static_cast<double>(db[j]) * pb[j];
+    const float centre = static_cast<float>(inner);
+    for (int64_t j = 0; j < S; ++j) dp[j] = scale * p[j] * (dp[j] - centre);
+    for (int64_t j = 0; j < W; ++j) db[j] = scale * pb[j] * (db[j] - centre);
+  }
+}
+
+void LocalBand::scores_backward(TensorView<const float> d_band, TensorView<const float> q, TensorView<const float> k,
+                                TensorView<float> d_q, TensorView<float> d_k) const {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), W = width();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        const float* db = d_band.data() + ((b * H + h) * T + t) * W;
+        float* dq = head_row(d_q, b, h, t);
+        for (int64_t s = std::max<int64_t>(0, w_ - t); s < std::min(W, T - t + w_); ++s) {
+          const float* kj = head_row(k, b, h, t + s - w_);
+          for (int64_t d = 0; d < D; ++d) dq[d] += db[s] * kj[d];
+        }
+        float* dk = head_row(d_k, b, h, t);
+        std::fill(dk, dk + D, 0.0f);
+        for (int64_t s = 0; s < W; ++s) {
+          const int64_t i = t - s + w_;
+          if (i < 0 || i >= T) continue;
+          const float g = d_band.data()[((b * H + h) * T + i) * W + s];
+          const float* qi = head_row(q, b, h, i);
+          for (int64_t d = 0; d < D; ++d) dk[d] += g * qi[d];
+        }
+      }
+}
+
+}  // namespace linformer
