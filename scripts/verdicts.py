@@ -10,7 +10,7 @@
 `scripts/experiments.py` (run, report) writes the same after every report, and R/README.md: the
 full table, a row per check with its interval, and the seed spreads. The README's summary has a
 row per claim (its `label`, the experiment, the headline numbers, each check's outcome), at most
-12 and every cell at most 200 characters, then the seed noise of each seed_spread experiment and
+12 (claims still waiting for runs last) and every cell at most 200 characters, then the seed noise of each seed_spread experiment and
 a link to the full table.
 
 Models and seeds. A model is a run name without a `_seedN` suffix; its seeds are the manifest's runs
@@ -523,7 +523,8 @@ def summary_row(v):
 def summary(verdicts):
     """The README's verdict summary (links relative to RESULTS): a row per claim, the seed noise
     references in one line, and a link to the full table (RESULTS/README.md)."""
-    claims = verdicts["claims"]
+    # Claims still waiting for runs give their rows up first (in manifest order otherwise).
+    claims = sorted(verdicts["claims"], key=lambda v: any(c["kind"] == "missing" for c in v["checks"]))
     text = SUMMARY_HEADER + "".join(summary_row(v) for v in claims[:SUMMARY_ROWS])
     rest = claims[SUMMARY_ROWS:]
     if rest:
