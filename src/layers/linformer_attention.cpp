@@ -2,6 +2,8 @@
 
 #include "linformer/kernels/reduce.h"
 
+#include <tuple>
+
 namespace linformer {
 
 using config::ProjectionKind;
@@ -76,19 +78,17 @@ LinformerProjectFirst::LinformerProjectFirst(const ModelSpec& spec, const Parame
   }
 }
 
+std::pair<TensorView<float>, TensorView<float>> LinformerProjectFirst::band_heads(TensorView<float> kv) const {
+  return {heads(kv.slice(2, 0, C_)), heads(kv.slice(2, C_, 2 * C_))};
+}
+
 HeadOperands LinformerProjectFirst::with_band(HeadOperands h, const Extents& e) const {
-  if (!cache_.kv_band) return h;
-  const TensorView<float> kv = ws_.view(cache_.kv_band, e);
-  h.band_keys = heads(kv.slice(2, 0, C_));
-  h.band_values = heads(kv.slice(2, C_, 2 * C_));
+  if (cache_.kv_band) std::tie(h.band_keys, h.band_values) = band_heads(ws_.view(cache_.kv_band, e));
   return h;
 }
 
 HeadGradients LinformerProjectFirst::with_band(HeadGradients d, const Extents& e) const {
-  if (!scratch_.d_kv_band) return d;
-  const TensorView<float> d_kv = ws_.view(scratch_.d_kv_band, e);
-  d.band_keys = heads(d_kv.slice(2, 0, C_));
-  d.band_values = heads(d_kv.slice(2, C_, 2 * C_));
+  if (scratch_.d_kv_band) std::tie(d.band_keys, d.band_values) = band_heads(ws_.view(scratch_.d_kv_band, e));
   return d;
 }
 

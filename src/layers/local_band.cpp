@@ -21,6 +21,30 @@ float dot(const float* a, const float* b, int64_t D) {
   return sum;
 }
 
+// out += Σ_s weights[s] · x_{t+s−w} over the slots whose row exists: a band row times the rows
+// it reads (P_band V for the context, d_b K for dQ).
+void add_band_rows(const float* weights, const TensorView<const float>& x, int64_t b, int64_t h, int64_t t, int64_t w,
+                   float* out) {
+  const int64_t T = x.size(2), D = x.size(3), W = 2 * w + 1;
+  for (int64_t s = std::max<int64_t>(0, w - t); s < std::min(W, T - t + w); ++s) {
+    const float* row = head_row(x, b, h, t + s - w);
+    for (int64_t d = 0; d < D; ++d) out[d] += weights[s] * row[d];
+  }
+}
+
+// out = Σ_s band_{i,s} · x_i over the queries i = t − (s − w) that read row t at slot s: the
+// transposed product (P_bandᵀ d_ctx for dV, d_bᵀ Q for dK). band: head (b, h)'s (T, W) rows.
+void gather_band_rows(const float* band, const TensorView<const float>& x, int64_t b, int64_t h, int64_t t, int64_t w,
+                      float* out) {
+  const int64_t T = x.size(2), D = x.size(3), W = 2 * w + 1;
+  std::fill(out, out + D, 0.0f);
+  for (int64_t s = std::max<int64_t>(0, t + w - T + 1); s < std::min(W, t + w + 1); ++s) {
+    const int64_t i = t - s + w;
+    const float* row = head_row(x, b, h, i);
+    for (int64_t d = 0; d < D; ++d) out[d] += band[i * W + s] * row[d];
+  }
+}
+
 void check_heads(const TensorView<const float>& x, const char* what) {
   LF_CHECK(x.shape().rank() == 4 && x.stride(3) == 1, "local band: {} must be per head (B, H, T, D), unit stride",
            what);
@@ -68,18 +92,12 @@ void LocalBand::softmax_forward(float* probs, int64_t S, float* band, int64_t W,
 void LocalBand::context_forward(TensorView<const float> band_probs, TensorView<const float> v,
                                 TensorView<float> ctx) const {
   check_heads(v, "values");
-  const int64_t B = v.size(0), H = v.size(1), T = v.size(2), D = v.size(3), W = width();
+  const int64_t B = v.size(0), H = v.size(1), T = v.size(2), W = width();
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
-      for (int64_t t = 0; t < T; ++t) {
-        const float* p = band_probs.data() + ((b * H + h) * T + t) * W;
-        float* out = head_row(ctx, b, h, t);
-        for (int64_t s = std::max<int64_t>(0, w_ - t); s < std::min(W, T - t + w_); ++s) {
-          const float* vj = head_row(v, b, h, t + s - w_);
-          for (int64_t d = 0; d < D; ++d) out[d] += p[s] * vj[d];
-        }
-      }
+      for (int64_t t = 0; t < T; ++t)
+        add_band_rows(band_probs.data() + ((b * H + h) * T + t) * W, v, b, h, t, w_, head_row(ctx, b, h, t));
 }
 
 void LocalBand::context_backward(TensorView<const float> band_probs, TensorView<const float> v,
@@ -96,16 +114,8 @@ void LocalBand::context_backward(TensorView<const float> band_probs, TensorView<
           const int64_t j = t + s - w_;
           db[s] = (j >= 0 && j < T) ? dot(dc, head_row(v, b, h, j), D) : 0.0f;
         }
-        // Key t's gradient, gathered from the queries i = t − (s − w) that read it at slot s.
-        float* dv = head_row(d_v, b, h, t);
-        std::fill(dv, dv + D, 0.0f);
-        for (int64_t s = 0; s < W; ++s) {
-          const int64_t i = t - s + w_;
-          if (i < 0 || i >= T) continue;
-          const float p = band_probs.data()[((b * H + h) * T + i) * W + s];
-          const float* dci = head_row(d_ctx, b, h, i);
-          for (int64_t d = 0; d < D; ++d) dv[d] += p * dci[d];
-        }
+        // Key t's gradient, gathered from the queries that read it.
+        gather_band_rows(band_probs.data() + (b * H + h) * T * W, d_ctx, b, h, t, w_, head_row(d_v, b, h, t));
       }
 }
 
@@ -128,26 +138,13 @@ void LocalBand::softmax_backward(float* d_probs, const float* probs, int64_t S, 
 
 void LocalBand::scores_backward(TensorView<const float> d_band, TensorView<const float> q, TensorView<const float> k,
                                 TensorView<float> d_q, TensorView<float> d_k) const {
-  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), W = width();
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), W = width();
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t t = 0; t < T; ++t) {
-        const float* db = d_band.data() + ((b * H + h) * T + t) * W;
-        float* dq = head_row(d_q, b, h, t);
-        for (int64_t s = std::max<int64_t>(0, w_ - t); s < std::min(W, T - t + w_); ++s) {
-          const float* kj = head_row(k, b, h, t + s - w_);
-          for (int64_t d = 0; d < D; ++d) dq[d] += db[s] * kj[d];
-        }
-        float* dk = head_row(d_k, b, h, t);
-        std::fill(dk, dk + D, 0.0f);
-        for (int64_t s = 0; s < W; ++s) {
-          const int64_t i = t - s + w_;
-          if (i < 0 || i >= T) continue;
-          const float g = d_band.data()[((b * H + h) * T + i) * W + s];
-          const float* qi = head_row(q, b, h, i);
-          for (int64_t d = 0; d < D; ++d) dk[d] += g * qi[d];
-        }
+        add_band_rows(d_band.data() + ((b * H + h) * T + t) * W, k, b, h, t, w_, head_row(d_q, b, h, t));
+        gather_band_rows(d_band.data() + (b * H + h) * T * W, q, b, h, t, w_, head_row(d_k, b, h, t));
       }
 }
 

@@ -12,6 +12,8 @@
 #include "linformer/layers/compression.h"
 #include "linformer/layers/in_projection.h"
 
+#include <utility>
+
 namespace linformer {
 
 // What both families share: the compressions, K̃ and Ṽ, their bf16 rounding, the core.
@@ -113,6 +115,7 @@ class LinformerProjectFirst final : public LinformerAttention {
   // reads them, and their gradients, added into dK | dV after the compressions' backward.
   HeadOperands with_band(HeadOperands h, const Extents& e) const;
   HeadGradients with_band(HeadGradients d, const Extents& e) const;
+  std::pair<TensorView<float>, TensorView<float>> band_heads(TensorView<float> kv) const;  // (B, T, 2C) per head
   void band_backward(const Extents& e, TensorView<float> d_qkv) const;
 
   struct Cache {
