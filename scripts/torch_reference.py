@@ -565,7 +565,8 @@ def compress(y, real, cfg, layer, weight):
 def attention(x, real, params, cfg, layer, observe=None):
     """observe(layer, probs, value_mix), when given, sees each layer's attention probabilities
     (B, H, T, keys) and, for a Linformer, the (1 or B, H, K_l, T) matrix its values are compressed
-    by (None for full attention or max pooling); scripts/attention_probe.py reads them."""
+    by (None for full attention or max pooling; with a local band the keys are K_l + T and the
+    matrix has the identity below F); scripts/attention_probe.py reads them."""
     B, T, C = x.shape
     H, D = cfg.heads, cfg.head_dim
     prefix = f"layers.{layer}.attn."
@@ -592,26 +593,30 @@ def attention(x, real, params, cfg, layer, observe=None):
         if cfg.local_window:  # every real key within the window, beside the compressed ones
             t = torch.arange(T)
             near = (t[:, None] - t[None, :]).abs() <= cfg.local_window  # (T, T)
-            band = (q @ k_full.transpose(-1, -2) / math.sqrt(D)).masked_fill(~(near & real[:, None, None, :]), -math.inf)
-            scores = torch.cat([scores, band], dim=-1)  # (B, H, T, K_l + T)
+            band_scores = q @ k_full.transpose(-1, -2) / math.sqrt(D)
+            band_scores = band_scores.masked_fill(~(near & real[:, None, None, :]), -math.inf)
+            scores = torch.cat([scores, band_scores], dim=-1)  # (B, H, T, K_l + T)
     else:
         k, v = k + b_k, v + b_v
         scores = q @ k.transpose(-1, -2) / math.sqrt(D)  # (B, H, T, T)
         scores = scores.masked_fill(~real[:, None, None, :], -math.inf)
     probs = torch.softmax(scores, dim=-1)
-    if cfg.linformer and cfg.local_window:
-        if observe is not None:
-            raise InputError("observing attention with a local band (local_window) is not implemented")
-        K = cfg.k_per_layer[layer]
-        heads = probs[..., :K] @ v + probs[..., K:] @ band_values  # (B, H, T, D)
-        return linear(heads.transpose(1, 2).reshape(B, T, C), params, prefix + "out_proj")
+    band = cfg.linformer and cfg.local_window > 0
     if observe is not None:
         value_mix = None
         if cfg.linformer and cfg.projection != "max":  # compressing the identity gives the matrix
             eye = torch.eye(T, dtype=x.dtype).expand(1, H, T, T)
             value_mix = compress(eye, real[:1], cfg, layer, params.get(f_name))
+            if band:  # the band's values are the rows themselves
+                value_mix = torch.cat([value_mix, eye], dim=-2)
+        elif band:
+            raise InputError("observing a local band beside max pooling is not implemented")
         observe(layer, probs, value_mix)
-    heads = probs @ v  # (B, H, T, D)
+    if band:
+        K = v.shape[-2]  # the compressed keys come first
+        heads = probs[..., :K] @ v + probs[..., K:] @ band_values  # (B, H, T, D)
+    else:
+        heads = probs @ v  # (B, H, T, D)
     return linear(heads.transpose(1, 2).reshape(B, T, C), params, prefix + "out_proj")
 
 

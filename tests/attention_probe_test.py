@@ -124,6 +124,25 @@ class Probe(unittest.TestCase):
             self.assertAlmostEqual(r["layers"][layer]["entropy"][0], 1.0, places=5)
         self.assertEqual(sorted(r["projections"]), [f"layers.{l}.attn.proj_{m}" for l in range(2) for m in "ef"])
 
+    def test_a_band_adds_its_neighbours_to_the_value_mix(self):
+        # Uniform attention over the K compressed keys and the band's 2 or 3 keys (window 1, every
+        # position real): query i's mix is (sum of F's rows + its band's indicator) / (K + band size).
+        cfg, weights, r = self.run_probe(local_window=1)
+        n = cfg.seq_len
+        i = np.arange(n)
+        dist = np.abs(i[:, None] - i[None, :])
+        band = (dist <= 1).astype(float)
+        for layer in range(cfg.layers):
+            f = weights[f"layers.{layer}.attn.proj_f"].double().numpy()  # (K, n)
+            A = (f.sum(axis=0)[None, :] + band) / (f.shape[0] + band.sum(axis=1, keepdims=True))
+            W = np.abs(A) / np.abs(A).sum(axis=1, keepdims=True)
+            self.assertAlmostEqual(r["layers"][layer]["neighbours"][0], (W * ((dist >= 1) & (dist <= 2))).sum(1).mean(), places=5)
+            self.assertAlmostEqual(r["layers"][layer]["distance"][1], (W * dist).sum(1).mean(), places=4)
+        d = os.path.join(self.tmp.name, "max")
+        uniform_attention_model(d, projection="max", k_per_layer=[8, 4], local_window=1)
+        with self.assertRaisesRegex(ref.InputError, "local band beside max pooling"):
+            probe.probe(d, self.prepared, "valid", count=3, window=2)
+
     def test_bad_input_is_refused_naming_it(self):
         d = os.path.join(self.tmp.name, "ckpt")
         uniform_attention_model(d)

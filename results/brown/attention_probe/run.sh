@@ -18,6 +18,7 @@ probe() {  # NAME RUN...
 # with padding kept as keys).
 probe n128 "$R/s26_s25_full_attention_seed2" "$R/s26_s25_full_attention_seed3" "$R/s20_full_attention" \
   "$R/s20_k128_identity"
-# n = 512 with the warm-up: the remedies (E and F started local at k = 128 and 256).
-probe n512 "$R/linformer_n512_k128_local_long_sinusoidal_warmup128" \
-  "$R/linformer_n512_k256_local_long_sinusoidal_warmup128"
+# n = 512 with the warm-up: the Transformer (seeds 2 and 3) and the remedies (E and F started
+# local at k = 128 and 256).
+probe n512 "$R/transformer_n512_long_sinusoidal_warmup128_seed2" "$R/transformer_n512_long_sinusoidal_warmup128_seed3" \
+  "$R/linformer_n512_k128_local_long_sinusoidal_warmup128" "$R/linformer_n512_k256_local_long_sinusoidal_warmup128"
