@@ -392,10 +392,31 @@ class CitedNumbers(unittest.TestCase):
                    f"(uniform weights: {100 * n128[next(iter(n128))]['uniform']['neighbours']:.1f}%), and those heads need "
                    f"{min(rank)}–{max(rank)} singular values of 128")
         with open(os.path.join(probe, "n512.json")) as f:
-            n512 = list(json.load(f).values())
-        local = [max(zip(r["layers"][0]["neighbours"], r["layers"][0]["rank90"])) for r in n512]  # layer 0's most local head
+            n512 = json.load(f)
+        local = [max(zip(r["layers"][0]["neighbours"], r["layers"][0]["rank90"]))  # layer 0's most local head
+                 for name, r in n512.items() if "_local_" in name]
         self.cited(f"(rank90 {local[0][1]} of k = 128, {local[1][1]} of k = 256) and still put only "
                    f"{100 * local[0][0]:.0f}–{100 * local[1][0]:.0f}% of their weight on neighbours")
+        # The Transformer at n = 512: its layer 1's neighbour heads (more than half their weight 1-2 away).
+        near = [(share, rank) for name, r in n512.items() if "transformer_n512" in name
+                for share, rank in zip(r["layers"][1]["neighbours"], r["layers"][1]["rank90"]) if share > 0.5]
+        words = {7: "seven", 8: "eight"}
+        self.cited(f"{words[len(near)]} of the eight heads of its layer 1 put {100 * min(near)[0]:.0f}–"
+                   f"{100 * max(near)[0]:.0f}% of their value weight on the positions 1–2 away and need "
+                   f"{min(r for _, r in near)}–{max(r for _, r in near)} singular values of 512")
+
+    def test_the_transformers_seeds_at_n512_are_the_files(self):
+        ppl = [self.v["runs"]["transformer_n512_long_sinusoidal_warmup128" + s]["valid_ppl"] for s in ("", "_seed2", "_seed3")]
+        spreads = {s["experiment"]: math.exp(s["log_sd"]) - 1 for s in self.v["seed_spreads"] if s["log_sd"] is not None}
+        sigma = spreads["seeds_n512_warmup_transformer"]
+        self.cited(f"at n = 512 it ends at {statistics.mean(ppl):.1f} ± {statistics.stdev(ppl):.1f} over three seeds "
+                   f"({', '.join(f'{p:.1f}' for p in ppl)})")
+        self.cited(f"the noise pooled over the Transformer's seeds, {sigma:.1%}, and the Linformer's, "
+                   f"{spreads['seeds_n512_warmup']:.1%})")
+        self.cited(f"at seeds 2 and 3 at {ppl[1]:.1f} and {ppl[2]:.1f}")
+        self.cited(f"a seed spread of {sigma:.1%}, a ninth of the Linformer's")
+        self.assertAlmostEqual(spreads["seeds_n512_warmup"] / sigma, 9, delta=0.5)  # "a ninth"
+        self.cited(f"at n = 512 it ends at {statistics.mean(ppl):.1f} (three seeds, σ {sigma:.1%})")
 
 
 if __name__ == "__main__":
