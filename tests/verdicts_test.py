@@ -418,6 +418,16 @@ class CitedNumbers(unittest.TestCase):
         self.assertAlmostEqual(spreads["seeds_n512_warmup"] / sigma, 9, delta=0.5)  # "a ninth"
         self.cited(f"at n = 512 it ends at {statistics.mean(ppl):.1f} (three seeds, σ {sigma:.1%})")
 
+    def test_the_band_numbers_are_the_files(self):
+        b = self.v["runs"]["linformer_n512_k64_band4_long_sinusoidal_warmup128"]
+        self.cited(f"**{b['valid_ppl']:.1f} ({b['valid_ratio_to_unigram']:.3f} × unigram; test {b['test_ppl']:.1f}; "
+                   f"shuffled words {b['test_shuffled_ratio']:.2f}×)**")
+        claim = next(c for c in self.v["claims"] if c["experiment"] == "band_n512_warmup")
+        d, lo, hi = claim["checks"][0]["log_ratios"][0]
+        self.cited(f"{math.exp(d):.2f}× the Transformer's geometric mean over three seeds")
+        self.cited(f"×{math.exp(d):.3g} [{math.exp(lo):.3g}, {math.exp(hi):.3g}], \"{claim['checks'][0]['outcome']}\"")
+        self.cited(f"takes the plain Linformer from 384.4 to {b['valid_ppl']:.1f}, {math.exp(d):.2f}× the Transformer "
+                   f"(one seed; verdict \"{claim['checks'][0]['outcome']}\")")
 
 if __name__ == "__main__":
     unittest.main()
