@@ -180,20 +180,20 @@ void AttentionCore::products_backward_f32(const BatchGeometry& g, const HeadOper
   if (matmul_bf16_operands()) round_to_bf16_values(d_probs.data(), d_probs.numel());  // the bf16 path's numbers
   matmul(used.transpose(2, 3), d_ctx_h, d_heads.values);
   if (dropped) dropout_backward(g, Tq, pass, rows);
-  if (!has_band_) {
+  // With a local band: its P·V beside, one softmax over both parts, and its Q·Kᵀ after (dQ adds
+  // onto the compressed keys' part).
+  const TensorView<float> band = has_band_ ? ws_->view(band_probs_, e) : TensorView<float>{};
+  const TensorView<float> d_band = has_band_ ? ws_->view(d_band_probs_, e) : TensorView<float>{};
+  if (has_band_) {
+    band_.context_backward(band, heads.band_values, d_ctx_h, d_band, d_heads.band_values);
+    LocalBand::softmax_backward(d_probs.data(), probs.data(), d_probs.size(3), d_band.data(), band.data(),
+                                d_band.size(3), B * H_ * Tq, scale);
+  } else {
     softmax_backward(d_probs.data(), probs.data(), d_probs.data(), B * H_ * Tq, d_probs.size(3), scale);
-    matmul(d_probs, heads.keys, d_heads.queries);
-    matmul(d_probs.transpose(2, 3), heads.queries, d_heads.keys);
-    return;
   }
-  // The band beside: its P·V, the joint softmax, its Q·Kᵀ (dQ adds onto the compressed keys' part).
-  const TensorView<float> band = ws_->view(band_probs_, e), d_band = ws_->view(d_band_probs_, e);
-  band_.context_backward(band, heads.band_values, d_ctx_h, d_band, d_heads.band_values);
-  LocalBand::softmax_backward(d_probs.data(), probs.data(), d_probs.size(3), d_band.data(), band.data(), d_band.size(3),
-                              B * H_ * Tq, scale);
   matmul(d_probs, heads.keys, d_heads.queries);
   matmul(d_probs.transpose(2, 3), heads.queries, d_heads.keys);
-  band_.scores_backward(d_band, heads.queries, heads.band_keys, d_heads.queries, d_heads.band_keys);
+  if (has_band_) band_.scores_backward(d_band, heads.queries, heads.band_keys, d_heads.queries, d_heads.band_keys);
 }
 
 // The same on the bf16 path: dP is a bf16 result, like the scores; d_scores feeds only bf16 products.
