@@ -108,6 +108,7 @@ std::vector<FdCase> model_variants() {
       FdCase{"linformer_max_kv", {{"projection", "max"}, {"sharing", "kv"}}, false},
       FdCase{"linformer_sinusoidal", {{"positions", "sinusoidal"}}, false},
       FdCase{"linformer_local_window", {{"local_window", 2}}, false},
+      FdCase{"linformer_local_window_dropout", {{"local_window", 2}, {"attention_dropout", 0.3}}, true},
       FdCase{"linformer_max_local_window_pre", {{"projection", "max"}, {"local_window", 1}, {"norm", "pre"}}, false}};
 }
 
@@ -316,6 +317,28 @@ TEST(Model, DeterministicWithoutDropoutAndSeededWithIt) {
   twin.params().initialize(4);
   EXPECT_NE(0, std::memcmp(twin.params().values().data(), model.params().values().data(),
                            model.params().values().layout().bytes()));
+}
+
+TEST(Model, AttentionDropoutDropsTheLocalBandToo) {
+  // Attention dropout at p ≈ 1 drops every probability, the compressed keys' and the band's (each
+  // is kept with probability 2^-16, 1/(1 − p) times larger: none of these is, at this seed): each
+  // attention layer then outputs out_proj's bias alone, as the same model without dropout does
+  // with out_proj's weights zeroed. A band left undropped would add its P_band V.
+  const nlohmann::json band = {{"local_window", 2}};
+  nlohmann::json dropped = band;
+  dropped["attention_dropout"] = 0.99999;
+  const OwnedBatch batch = testing::random_batch(16, {16, 11}, 40, 5);
+  MlmModel model(testing::tiny_spec(dropped), 2, 16), twin(testing::tiny_spec(band), 2, 16);
+  model.params().initialize(3);
+  twin.params().initialize(3);
+  const double all_dropped = model.forward(batch.view(), Pass{true, 7, 1}).loss_sum;
+  const double with_probs = twin.forward(batch.view(), Pass{false, 7, 1}).loss_sum;
+  for (int layer = 0; layer < 2; ++layer) {
+    const TensorView<float> w = twin.params().value("layers." + std::to_string(layer) + ".attn.out_proj.weight");
+    std::fill(w.data(), w.data() + w.numel(), 0.0f);
+  }
+  EXPECT_NE(all_dropped, with_probs);
+  EXPECT_NEAR(all_dropped, twin.forward(batch.view(), Pass{false, 7, 1}).loss_sum, 1e-9 * std::abs(all_dropped));
 }
 
 TEST(Model, GradientsAccumulateAcrossMicroBatches) {

@@ -285,16 +285,14 @@ TEST(RecipeErrors, InconsistentCombinations) {
               HasSubstr("data.seq_len = 512 must be a multiple of model.k = 100"));
   EXPECT_THAT(load_error(path, {"model.projection=max", "model.freeze_projection=true"}),
               HasSubstr("model.freeze_projection applies to learned projections"));
-  // The local band: Linformer only, without attention dropout, in fp32 (model.attention_dropout
-  // defaults to 0.1, so the accepted case sets it).
-  EXPECT_THAT(load_error(path, {"model.attention=full", "model.local_window=4", "model.attention_dropout=0"}),
+  // The local band: Linformer only, in fp32, with or without attention dropout.
+  EXPECT_THAT(load_error(path, {"model.attention=full", "model.local_window=4"}),
               HasSubstr("model.local_window = 4 applies to model.attention = \"linformer\""));
-  EXPECT_THAT(load_error(path, {"model.local_window=4"}),
-              HasSubstr("model.local_window = 4 needs model.attention_dropout = 0"));
-  EXPECT_THAT(load_error(path, {"model.local_window=4", "model.attention_dropout=0", "train.precision=bf16"}),
+  EXPECT_THAT(load_error(path, {"model.local_window=4", "train.precision=bf16"}),
               HasSubstr("model.local_window = 4 runs in fp32 only"));
   EXPECT_THAT(load_error(path, {"model.local_window=-1"}), HasSubstr("model.local_window"));
   EXPECT_NO_THROW(load_recipe(path, {"model.local_window=4", "model.attention_dropout=0"}));
+  EXPECT_NO_THROW(load_recipe(path, {"model.local_window=4", "model.attention_dropout=0.1"}));
   EXPECT_THAT(load_error(path, {"masking.mask_fraction=0.95", "masking.random_fraction=0.1"}),
               HasSubstr("masking.mask_fraction + masking.random_fraction"));
   EXPECT_THAT(load_error(path, {"data.valid_fraction=0.5", "data.test_fraction=0.5"}),

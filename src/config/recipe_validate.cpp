@@ -34,9 +34,6 @@ std::vector<std::string> model_errors(const ModelConfig& m, int n) {
             "of {} = {}",
             enum_name(m.projection), n, k_key, k);
     }
-    if (m.local_window > 0 && m.attention_dropout > 0)
-      fail("model.local_window = {} needs model.attention_dropout = 0 (dropout on the band is not implemented)",
-           m.local_window);
     if (m.freeze_projection && (m.projection == ProjectionKind::mean || m.projection == ProjectionKind::max))
       fail("model.freeze_projection applies to learned projections (linear, conv), not to \"{}\" pooling",
            enum_name(m.projection));

@@ -50,12 +50,13 @@ AttentionCore::AttentionCore(const ModelSpec& spec, const Parameters& params, Wo
   if (query_rows && spec.attention_dropout > 0) score_rows_.reserve(static_cast<size_t>(max_batch * H_ * spec.seq_len));
   has_band_ = spec.is_linformer() && spec.local_window > 0;
   if (has_band_) {
-    LF_CHECK(!bf16_caches && !query_rows && !dropout,
-             "attention layer {}: model.local_window runs in fp32 only (train.precision, --precision), on every query "
-             "row and without attention dropout",
+    LF_CHECK(!bf16_caches && !query_rows,
+             "attention layer {}: model.local_window runs in fp32 only (train.precision, --precision) and on every "
+             "query row",
              layer);
     band_ = LocalBand(spec.local_window);
     band_probs_ = ws.reserve_cache(layer, "attn.band_probs", {B, H_, T, Dim(band_.width())});
+    if (dropout) band_dropped_ = ws.reserve_cache(layer, "attn.band_probs_dropped", {B, H_, T, Dim(band_.width())});
     d_band_probs_ = ws.reserve_backward("attn.d_band_probs", {B, H_, T, Dim(band_.width())});
   }
 }
@@ -136,7 +137,7 @@ void AttentionCore::probabilities_forward(const BatchGeometry& g, const HeadOper
     matmul(used_bf16(), heads.values_bf16, split_heads(ctx, H_, D_));
   else
     matmul(used, heads.values, split_heads(ctx, H_, D_));
-  if (has_band_) band_.context_forward(ws_->view(band_probs_, e), heads.band_values, split_heads(ctx, H_, D_));
+  if (has_band_) band_.context_forward(band_used(g, pass), heads.band_values, split_heads(ctx, H_, D_));
   out_proj_.forward(ctx.reshape(Shape{B * Tq, C_}), y.reshape(Shape{B * Tq, C_}));
 }
 
@@ -185,7 +186,11 @@ void AttentionCore::products_backward_f32(const BatchGeometry& g, const HeadOper
   const TensorView<float> band = has_band_ ? ws_->view(band_probs_, e) : TensorView<float>{};
   const TensorView<float> d_band = has_band_ ? ws_->view(d_band_probs_, e) : TensorView<float>{};
   if (has_band_) {
-    band_.context_backward(band, heads.band_values, d_ctx_h, d_band, d_heads.band_values);
+    const TensorView<const float> band_used = dropped ? ws_->view(band_dropped_, e) : band;
+    band_.context_backward(band_used, heads.band_values, d_ctx_h, d_band, d_heads.band_values);
+    if (dropped)  // dP_band = dropout's mask on dP_band,used
+      dropout_apply(d_band.data(), d_band.data(), d_band.numel(), spec_->attention_dropout, pass.seed,
+                    dropout_stream(DropoutSite::attention_band_probs, layer_, pass));
     LocalBand::softmax_backward(d_probs.data(), probs.data(), d_probs.size(3), d_band.data(), band.data(),
                                 d_band.size(3), B * H_ * Tq, scale);
   } else {
@@ -220,6 +225,16 @@ void AttentionCore::products_backward_bf16(const BatchGeometry& g, const HeadOpe
   matmul(used_bf16.transpose(2, 3), d_ctx_h, d_heads.values);
   matmul(TensorView<const bf16>(d_scores), heads.keys_bf16, d_heads.queries);
   matmul(TensorView<const bf16>(d_scores).transpose(2, 3), heads.queries_bf16, d_heads.keys);
+}
+
+TensorView<const float> AttentionCore::band_used(const BatchGeometry& g, const Pass& pass) {
+  const Extents e{g.B, g.T};
+  const TensorView<float> band = ws_->view(band_probs_, e);
+  if (!pass.training || spec_->attention_dropout <= 0) return band;
+  const TensorView<float> used = ws_->view(band_dropped_, e);
+  dropout_apply(band.data(), used.data(), band.numel(), spec_->attention_dropout, pass.seed,
+                dropout_stream(DropoutSite::attention_band_probs, layer_, pass));
+  return used;
 }
 
 void AttentionCore::dropout_backward(const BatchGeometry& g, int64_t Tq, const Pass& pass, const QueryRows* rows) {

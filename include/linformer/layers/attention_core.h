@@ -90,6 +90,9 @@ class AttentionCore {
                              TensorView<const float> d_ctx, float scale, const Pass& pass, const QueryRows* rows);
   void products_backward_bf16(const BatchGeometry& g, const HeadOperands& heads, const HeadGradients& d_heads,
                               TensorView<const bf16> d_ctx, float scale, const Pass& pass, const QueryRows* rows);
+  // P_band,used: the band's probabilities, or in training with attention dropout their dropout
+  // (its own mask, DropoutSite::attention_band_probs) written to band_dropped_.
+  TensorView<const float> band_used(const BatchGeometry& g, const Pass& pass);
   // P_used = dropout(P): the same mask on dP_used, in place in scratch_.d_probs.
   void dropout_backward(const BatchGeometry& g, int64_t Tq, const Pass& pass, const QueryRows* rows);
   // With query rows and attention dropout: (B·H·Tq) the row of the layer's (B, H, T, S) scores each
@@ -118,6 +121,7 @@ class AttentionCore {
   LocalBand band_;  // width 1 (unused) without model.local_window
   bool has_band_ = false;
   Buffer<float> band_probs_;    // cache (B, H, T, W): the band's scores, then its probabilities
+  Buffer<float> band_dropped_;  // cache (B, H, T, W): P_band,used = dropout(P_band) (attention dropout only)
   Buffer<float> d_band_probs_;  // backward scratch (B, H, T, W): dP_band, then d_band scores
   // bf16 inference: the scores are written in bf16 into cache_.probs_bf16 and become P there (no f32
   // P): half of fp32's score memory, where otherwise bf16 would keep both.

@@ -18,7 +18,16 @@ struct Pass {
 };
 
 // Dropout sites, so each gets its own Philox stream per (layer, step).
-enum class DropoutSite : uint64_t { embedding = 1, attention_probs, attention_out, activation, ffn_out, classifier };
+// Appended sites keep the earlier sites' numbers (and so their masks).
+enum class DropoutSite : uint64_t {
+  embedding = 1,
+  attention_probs,
+  attention_out,
+  activation,
+  ffn_out,
+  classifier,
+  attention_band_probs,  // the local band's probabilities (model.local_window)
+};
 
 inline uint64_t dropout_stream(DropoutSite site, int layer, const Pass& pass) {
   return stream_id({static_cast<uint64_t>(site), static_cast<uint64_t>(layer), pass.step});
