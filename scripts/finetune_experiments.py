@@ -10,8 +10,11 @@ fine-tunes into runs/finetune/<task>/<encoder>_s<seed> (resuming an interrupted 
 results.json, metrics.csv, recipe.toml and run.json (wall time, machine) into
 results/finetune/runs/<task>/<encoder>_s<seed>/. A pretrained encoder is the newest checkpoint of
 runs/experiments/<encoder>; when it is missing the pretraining recipe of that name in
-recipes/brown/experiments.toml is trained there first (deterministic: the same weights as the
-published run).
+recipes/brown/experiments.toml is trained there first (the same weights as the published run on
+the same binary and machine; elsewhere close to them: the log compares its final validation
+perplexity with the published run's). Each run.json records its encoder's final validation
+perplexity (encoder_valid_ppl), so the report can tell when an encoder's fine-tuning seeds read two
+pretrainings.
 report: results/finetune/README.md, per table a table per task (test accuracy and macro F1, mean ± standard
 deviation over seeds, and seconds per epoch) and the average over tasks; reads only results/.
 """
@@ -102,7 +105,24 @@ def pretrained(encoder, recipes, binary, log):
     log(f"{encoder}: no checkpoint in {run_dir}; pretraining it from {os.path.relpath(recipe, ROOT)}")
     subprocess.run([binary, "prepare", "--recipe", recipe], check=True, stdout=subprocess.DEVNULL)
     subprocess.run([binary, "train", "--recipe", recipe, "--run-dir", run_dir, "--resume", "auto"], check=True)
+    again = final_valid_ppl(run_dir)
+    published = final_valid_ppl(os.path.join(ROOT, "results", "brown", "runs", encoder))
+    if published is not None:
+        same = "the same as" if again == published else "differs from"
+        log(f"{encoder}: pretrained again, final validation perplexity {again!r} {same} the published run's "
+            f"{published!r}" + ("" if again == published else " (another machine, binary or thread count): its "
+                                 "fine-tuning runs from before read other weights"))
     return run_dir
+
+
+def final_valid_ppl(run_dir):
+    """The last validation perplexity of a pretraining run's metrics.jsonl; None without one."""
+    path = os.path.join(run_dir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        valid = [r for r in (json.loads(line) for line in f if line.strip()) if r.get("kind") == "valid"]
+    return valid[-1]["perplexity"] if valid else None
 
 
 def run(args, log):
@@ -163,6 +183,7 @@ def run_table(m, args, recipes, machine, log):
                 with open(os.path.join(results, "run.json"), "w") as f:
                     json.dump({"task": task, "encoder": encoder, "seed": seed, "recipe": f"recipes/finetune/{recipe}",
                                "checkpoint": os.path.relpath(checkpoint, ROOT) if checkpoint != RANDOM else RANDOM,
+                               "encoder_valid_ppl": final_valid_ppl(checkpoint) if checkpoint != RANDOM else None,
                                "started": started, "wall_seconds": float(wall), "peak_rss_mb": int(rss_kb) / 1024,
                                "machine": machine}, f, indent=2)
                     f.write("\n")
@@ -271,7 +292,24 @@ def table_lines(m, table):
         complete = len(values) == len(m["tasks"])
         mean = f"{100 * sum(values) / len(values):.1f}" if values else "–"
         lines.append(f"| {encoder} | {mean}{'' if complete else ' (incomplete)'} | {len(values)} of {len(m['tasks'])} |")
-    return lines + [""] + (verdict_lines(m, table) if "reference" in m else [])
+    lines.append("")
+    twice = pretrained_twice(m, table)
+    if twice:
+        lines += ["Encoders whose fine-tuning runs read more than one pretraining (the final validation perplexities "
+                  "their run.json record): " + "; ".join(f"{e} ({', '.join(f'{p:.2f}' for p in ppl)})"
+                                                          for e, ppl in twice.items()) + ".", ""]
+    return lines + (verdict_lines(m, table) if "reference" in m else [])
+
+
+def pretrained_twice(m, table):
+    """{encoder: sorted perplexities} for encoders whose runs record different encoder_valid_ppl."""
+    out = {}
+    for encoder in m["encoders"]:
+        ppl = {r["run"]["encoder_valid_ppl"] for t in table.values() for r in t.get(encoder, [])
+               if r["run"].get("encoder_valid_ppl") is not None}
+        if len(ppl) > 1:
+            out[encoder] = sorted(ppl)
+    return out
 
 
 def task_means(table, task, encoder):

@@ -15,13 +15,13 @@ import finetune_experiments as fe  # noqa: E402
 MACHINE = {"kind": "avx2", "cpu": "test CPU", "commit": "abc1234"}
 
 
-def write_run(results, task, encoder, seed, accuracy, epoch_seconds, peak_rss_mb=1000.0):
+def write_run(results, task, encoder, seed, accuracy, epoch_seconds, peak_rss_mb=1000.0, encoder_valid_ppl=None):
     d = os.path.join(results, "runs", task, f"{encoder}_s{seed}")
     os.makedirs(d)
     with open(os.path.join(d, "results.json"), "w") as f:
         json.dump({"valid": {"accuracy": accuracy}, "test": {"accuracy": accuracy, "macro_f1": accuracy / 2}}, f)
     with open(os.path.join(d, "run.json"), "w") as f:
-        json.dump({"machine": MACHINE, "peak_rss_mb": peak_rss_mb}, f)
+        json.dump({"machine": MACHINE, "peak_rss_mb": peak_rss_mb, "encoder_valid_ppl": encoder_valid_ppl}, f)
     rows = ["kind,update,elapsed_seconds"]
     for e in range(1, 4):
         rows.append(f"train,{e},{e * epoch_seconds - 1}")
@@ -90,6 +90,29 @@ class Report(unittest.TestCase):
             self.assertIn("| close | 2 of 2 | 1 | 76.0 | 75.0 | +1.0 [-4.0, +6.0] | – | cannot tell at this noise |", text)
             self.assertIn("| high | 2 of 2 | 1 | 80.0 | 75.0 | +5.0 [+0.0, +10.0] | – | agrees |", text)
 
+    def test_an_encoder_pretrained_twice_is_named(self):
+        # lin's seed 3 read a checkpoint pretrained again (another final validation perplexity);
+        # same's runs agree, old's predate the field: neither is named.
+        with tempfile.TemporaryDirectory() as tmp:
+            manifest = os.path.join(tmp, "m.toml")
+            with open(manifest, "w") as f:
+                f.write('[[table]]\nname = "n512"\ntasks = ["a.toml", "b.toml"]\nencoders = ["lin", "same", "old"]\n'
+                        'seeds = [1, 2, 3]\n')
+            results = os.path.join(tmp, "results")
+            for seed, ppl in ((1, 45.51), (2, 45.51), (3, 47.125)):
+                write_run(results, "a", "lin", seed, 0.8, 10, encoder_valid_ppl=ppl)
+            write_run(results, "b", "lin", 1, 0.8, 10, encoder_valid_ppl=45.51)
+            write_run(results, "a", "same", 1, 0.8, 10, encoder_valid_ppl=50.0)
+            write_run(results, "b", "same", 1, 0.8, 10, encoder_valid_ppl=50.0)
+            write_run(results, "a", "old", 1, 0.8, 10)
+            fe.report(lambda m: None, manifest, results)
+            with open(os.path.join(results, "README.md")) as f:
+                text = f.read()
+            self.assertIn("read more than one pretraining (the final validation perplexities their run.json record): "
+                          "lin (45.51, 47.12).", text)
+            self.assertNotIn("same (", text)
+            self.assertNotIn("old (", text)
+
     def test_a_table_without_a_reference_has_no_verdict(self):
         # A length with no Transformer pretrained (n = 2048): accuracies and costs, no claim checked.
         with tempfile.TemporaryDirectory() as tmp:
@@ -135,6 +158,14 @@ class Selection(unittest.TestCase):
 
 
 class Encoders(unittest.TestCase):
+    def test_an_encoders_final_validation_is_its_last_valid_row(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            self.assertIsNone(fe.final_valid_ppl(tmp))
+            with open(os.path.join(tmp, "metrics.jsonl"), "w") as f:
+                for kind, ppl in (("train", 9.0), ("valid", 60.5), ("valid", 45.25), ("train", 8.0)):
+                    f.write(json.dumps({"kind": kind, "perplexity": ppl}) + "\n")
+            self.assertEqual(fe.final_valid_ppl(tmp), 45.25)
+
     def test_every_encoder_of_the_manifest_is_a_pretraining_run(self):
         # Each resolves to its recipe, wherever it lives under recipes/brown/ (the warm-up runs are in warmup/).
         encoders = {e for m in fe.read_manifest() for e in m["encoders"]}
