@@ -12,7 +12,10 @@ reference's (scripts/torch_reference.py), run in float32. For each layer and hea
 queries and blocks:
 
   entropy     of each query's attention over its keys (T positions, or a Linformer's K compressed
-              keys), over ln(keys): 1 uniform, 0 all on one key
+              keys, and with a local band its up to 2w + 1 band keys), over ln(keys): 1 uniform,
+              0 all on one key
+  band        with a local band (model.local_window = w): the share of each query's attention on
+              its band keys (the rest is on the compressed keys)
   value mix   A = P for full attention, A = P M for a Linformer (M the K x T matrix its values are
               compressed by: F's first T columns, or the pooling): row i is the weight query i's
               output puts on each position's value (the value bias adds the same to every row).
@@ -99,11 +102,19 @@ def uniform_stats(T, window):
     return {k: v[0] for k, v in value_mix_stats(torch.full((1, 1, T, T), 1.0 / T), window).items()}
 
 
-def entropies(P):
-    """P (B, H, T, keys) -> per head (H,) mean entropy over ln(keys)."""
+def entropies(P, keys=None):
+    """P (B, H, T, columns) -> per head (H,) mean entropy over ln(keys): keys (T,) the keys each
+    query can attend to, or every column."""
     P = P.double()
     h = -(P * torch.log(P.clamp_min(1e-300))).sum(-1)
-    return (h.mean((0, 2)) / np.log(P.shape[-1])).tolist()
+    keys = torch.full((P.shape[-2],), P.shape[-1], dtype=torch.float64) if keys is None else keys.double()
+    return (h / torch.log(keys)).mean((0, 2)).tolist()
+
+
+def band_keys(T, window):
+    """(T,) how many positions lie at most `window` away from each of T positions, itself included."""
+    i = torch.arange(T)
+    return torch.clamp(i, max=window) + torch.clamp(T - 1 - i, max=window) + 1
 
 
 def projection_ranks(tensors):
@@ -130,8 +141,14 @@ def probe(path, prepared, split="valid", count=8, window=2):
                       masked_positions=torch.zeros(0, dtype=torch.int64), targets=torch.zeros(0, dtype=torch.int64))
     layers = [None] * cfg.layers
 
+    w = cfg.local_window if cfg.linformer else 0
+
     def observe(layer, probs, value_mix):
         stats = {"entropy": entropies(probs), "keys": probs.shape[-1]}
+        if w:  # the reference's probabilities: K compressed keys, then T band columns (0 off the band)
+            K = probs.shape[-1] - cfg.seq_len
+            stats.update(entropy=entropies(probs, K + band_keys(cfg.seq_len, w)), keys=f"{K} + {2 * w + 1}",
+                         band=probs[..., K:].double().sum(-1).mean((0, 2)).tolist())
         if not cfg.linformer:
             stats.update(value_mix_stats(probs, window))
         elif value_mix is not None:
@@ -156,6 +173,8 @@ def report_text(path, r):
     for i, layer in enumerate(r["layers"]):
         for h in range(m["heads"]):
             cells = [f"entropy {layer['entropy'][h]:.2f} of {layer['keys']} keys"]
+            if "band" in layer:
+                cells.append(f"band {layer['band'][h]:.3f}")
             if "neighbours" in layer:
                 cells += [f"neighbours {layer['neighbours'][h]:.3f}", f"self {layer['self'][h]:.3f}",
                           f"distance {layer['distance'][h]:.1f}", f"rank90 {layer['rank90'][h]}"]

@@ -138,6 +138,12 @@ class Probe(unittest.TestCase):
             W = np.abs(A) / np.abs(A).sum(axis=1, keepdims=True)
             self.assertAlmostEqual(r["layers"][layer]["neighbours"][0], (W * ((dist >= 1) & (dist <= 2))).sum(1).mean(), places=5)
             self.assertAlmostEqual(r["layers"][layer]["distance"][1], (W * dist).sum(1).mean(), places=4)
+            # Uniform over K + band size keys: entropy 1, and the band's share its size over that.
+            size = band.sum(axis=1)
+            for h in range(cfg.heads):
+                self.assertAlmostEqual(r["layers"][layer]["entropy"][h], 1.0, places=5)
+                self.assertAlmostEqual(r["layers"][layer]["band"][h], (size / (f.shape[0] + size)).mean(), places=6)
+            self.assertEqual(r["layers"][layer]["keys"], f"{f.shape[0]} + 3")
         d = os.path.join(self.tmp.name, "max")
         uniform_attention_model(d, projection="max", k_per_layer=[8, 4], local_window=1)
         with self.assertRaisesRegex(ref.InputError, "local band beside max pooling"):
