@@ -37,6 +37,9 @@ the log scale (the pooled σ; stated next to every verdict).
 Outcomes (the old claims' meaning, judged against the noise; band = ±ln(1 + tolerance)):
   on_par   the interval of ln(on_par / baseline) inside the band: "agrees"; outside it (not touching):
            "disagrees"; straddling an edge: "cannot tell at this noise".
+  at_most  one-sided (a goal such as "within 1.25x of the Transformer", where lower is as good):
+           the interval of ln(at_most / baseline) at or below ln(1 + tolerance): agrees; above it
+           (not touching): disagrees; straddling it: cannot tell.
   equal    every pair's interval inside the band: agrees; some pair's outside: disagrees; else
            cannot tell. The table shows the pair of the largest and smallest mean.
   ordered  every step's interval of ln(next / previous) below 0: agrees; some step's above 0:
@@ -79,7 +82,8 @@ def t975(df):
 # ---------------------------------------------------------------------------------------------
 
 LABEL_MAX = 120  # a claim's label: the first cell of the README's summary row
-CLAIM_KEYS = {"paper", "label", "tolerance", "baseline", "on_par", "ordered", "equal", "noise"}
+CLAIM_KEYS = {"paper", "label", "tolerance", "baseline", "on_par", "at_most", "ordered", "equal", "noise"}
+PAIRED = ("on_par", "at_most")  # a run judged against `baseline`
 SEED_SUFFIX = re.compile(r"_seed\d+$")
 
 
@@ -97,7 +101,8 @@ def read_tolerance(where, value):
 def read_claim(path, experiment, claim, base, names):
     """The paper's claim an experiment tests, and how it is checked (all optional but `paper`):
     label: a short name of the claim for the README's summary (default: `paper`);
-    baseline + on_par: on_par's perplexity within `tolerance` of baseline's; ordered: perplexity
+    baseline + on_par: on_par's perplexity within `tolerance` of baseline's; baseline + at_most:
+    at_most's perplexity at most (1 + `tolerance`) times baseline's; ordered: perplexity
     falls along the list; equal: every pair within `tolerance`; noise: a seed_spread experiment
     whose seeds lend their noise to single-seed models. Recipes become run names (the model's
     first seed); each must be one of the experiment's."""
@@ -121,14 +126,16 @@ def read_claim(path, experiment, claim, base, names):
         if not isinstance(claim["label"], str) or not 0 < len(claim["label"]) <= LABEL_MAX:
             raise ExperimentError(f"{where}: 'label' must be a string of 1 to {LABEL_MAX} characters")
         out["label"] = claim["label"]
-    for key in ("baseline", "on_par"):
+    for key in ("baseline", *PAIRED):
         if key in claim:
             out[key] = run_of(claim[key])
     for key in ("ordered", "equal"):
         if key in claim:
             out[key] = [run_of(r) for r in claim[key]]
-    if ("baseline" in out) != ("on_par" in out):
-        raise ExperimentError(f"{where}: 'baseline' and 'on_par' go together")
+    if ("baseline" in out) != (sum(key in out for key in PAIRED) == 1):
+        raise ExperimentError(f"{where}: 'baseline' goes with one of 'on_par' and 'at_most'")
+    if "at_most" in out and "sd" in out["tolerance"]:
+        raise ExperimentError(f"{where}: 'at_most' takes a relative tolerance (1.25x: 0.25), not one in sd")
     if "noise" in claim:
         if not isinstance(claim["noise"], str):
             raise ExperimentError(f"{where}: 'noise' must name a seed_spread experiment")
@@ -147,7 +154,8 @@ def check_noise_references(path, experiments):
 
 def claim_runs(claim):
     """The runs a claim compares, each once."""
-    names = [claim.get("baseline"), claim.get("on_par"), *claim.get("ordered", []), *claim.get("equal", [])]
+    names = [claim.get("baseline"), claim.get("on_par"), claim.get("at_most"), *claim.get("ordered", []),
+             *claim.get("equal", [])]
     return list(dict.fromkeys(n for n in names if n is not None))
 
 
@@ -295,6 +303,17 @@ def judge(claim, stats, sigma, df):
         if step is not None:
             measured += ": " + ratio_text(*step)
         rows.append(("on_par", f"{labels[a]} within {tol_text} of {labels[b]}{where}", measured, outcome, [step]))
+    if "at_most" in claim:
+        a, b = claim["at_most"], claim["baseline"]
+        step = compare(a, b)
+        measured = f"{model_text(stats[a])} vs {model_text(stats[b])}"
+        limit = math.log(1 + tol["relative"])
+        outcome = (CANNOT_TELL if step is None else AGREES if step[2] <= limit else DISAGREES if step[1] > limit
+                   else CANNOT_TELL)
+        if step is not None:
+            measured += ": " + ratio_text(*step)
+        rows.append(("at_most", f"{labels[a]} at most {1 + tol['relative']:g}× {labels[b]}{where}", measured, outcome,
+                     [step]))
     if "equal" in claim:
         runs = claim["equal"]
         measured = ", ".join(model_text(stats[r]) for r in runs)
@@ -339,7 +358,7 @@ def claim_verdict(experiment, experiments, manifest_runs, results):
             measured += f"; σ {noise['relative']:.1%} (df {df}{', ' + family if family else ''})"
         else:
             measured += "; no seeds"
-        runs = [claim["on_par"], claim["baseline"]] if kind == "on_par" else claim[kind]
+        runs = [claim[kind], claim["baseline"]] if kind in PAIRED else claim[kind]
         out["checks"].append({"kind": kind, "check": check, "measured": measured, "outcome": outcome,
                               "runs": runs, "log_ratios": [list(s) for s in steps if s is not None]})
     return out
@@ -467,7 +486,7 @@ SUMMARY_ROWS = 12
 CELL_MAX = 200
 SUMMARY_HEADER = ("| claim | experiment | final validation perplexity (mean over seeds); on-par ratio of geometric "
                   "means [95% interval]; seed noise σ | verdict |\n|---|---|---|---|\n")
-CHECK_NAMES = {"ordered": "ordered", "on_par": "on par", "equal": "equal"}
+CHECK_NAMES = {"ordered": "ordered", "on_par": "on par", "at_most": "at most", "equal": "equal"}
 
 
 def mean_text(s):
@@ -494,7 +513,7 @@ def summary_measured(v, brief=False):
         if c["kind"] == "ordered":
             chain = [group[0], group[-1]] if brief and len(group) > 2 else group
             parts.append((" → … → " if len(chain) < len(group) else " → ").join(mean_text(s) for s in chain))
-        elif c["kind"] == "on_par":  # after an ordered chain that ends with it, its mean alone
+        elif c["kind"] in PAIRED:  # after an ordered chain that ends with it, its mean alone
             a, b = group
             parts.append(f"{a['mean']:,.1f}" if len(v["checks"]) > 1 else mean_text(a))
             parts[-1] += f" vs {mean_text(b)}: {ratio(a, b)}"

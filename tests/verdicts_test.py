@@ -64,6 +64,30 @@ recipes = ["solo_a.toml", "solo_b.toml"]
 paper = "one seed each"
 baseline = "solo_a.toml"
 on_par = "solo_b.toml"
+[goal]
+recipes = ["base.toml", "fast.toml", "big.toml", "near.toml"]
+[goal.claim]
+paper = "fast at most 1.25x base"
+baseline = "base.toml"
+at_most = "fast.toml"
+tolerance = 0.25
+noise = "seeds"
+[goal_big]
+recipes = ["base.toml", "big.toml"]
+[goal_big.claim]
+paper = "big at most 1.25x base"
+baseline = "base.toml"
+at_most = "big.toml"
+tolerance = 0.25
+noise = "seeds"
+[goal_near]
+recipes = ["base.toml", "near.toml"]
+[goal_near.claim]
+paper = "near at most 1.25x base"
+baseline = "base.toml"
+at_most = "near.toml"
+tolerance = 0.25
+noise = "seeds"
 [partial]
 recipes = ["base.toml", "ghost.toml"]
 [partial.claim]
@@ -167,6 +191,16 @@ class MadeUpRuns(unittest.TestCase):
         self.assertIn("within 6 σ (82.2%)", six["check"])  # e^0.6 - 1, the noise of base's own seeds
         self.assertIn("σ 10.5% (df 2)", six["measured"])
 
+        # At most 1.25x, one-sided (lower is as good): fast (×0.5, interval entirely below ln 1.25 =
+        # 0.223) agrees where on par disagrees; big (ln 4 − half = 0.89 > 0.223) disagrees; near
+        # (0 ± half = ±0.497) straddles 0.223: cannot tell.
+        goal = claims["goal"]["checks"][0]
+        self.assertEqual((goal["kind"], goal["outcome"]), ("at_most", "agrees"))
+        self.assertAlmostEqual(goal["log_ratios"][0][2], math.log(0.5) + half, places=12)
+        self.assertIn("fast at most 1.25× base", goal["check"])
+        self.assertEqual(claims["goal_big"]["checks"][0]["outcome"], "disagrees")
+        self.assertEqual(claims["goal_near"]["checks"][0]["outcome"], "cannot tell at this noise")
+
         # No seeds anywhere: no interval, cannot tell. A claim whose run has no results: runs missing.
         self.assertEqual(claims["solo"]["checks"][0]["outcome"], "cannot tell at this noise")
         self.assertIn("81.0 (1) vs 80.0 (1); no seeds", claims["solo"]["checks"][0]["measured"])
@@ -207,6 +241,8 @@ class MadeUpRuns(unittest.TestCase):
                     f"| equal at 2% | [near_2pc](results/brown/near_2pc/) | {b}, 100.0; largest / smallest ×1 "
                     f"[{math.exp(-half):.3g}, {math.exp(half):.3g}]; σ 10.5% | equal: cannot tell |",
                     "| one seed each | [solo](results/brown/solo/) | 81.0 vs 80.0: ×1.01; no seeds | on par: cannot tell |",
+                    f"| fast at most 1.25x base | [goal](results/brown/goal/) | 50.0 vs {b}: ×0.5 [{lo:.3g}, {hi:.3g}]; "
+                    "σ 10.5% | at most: **agrees** |",
                     "| a run not done | [partial](results/brown/partial/) | no results yet: ghost | runs missing |"):
             self.assertIn(row + "\n", text)
         self.assertEqual(text.count("\n| "), 1 + len(claims))  # the header and a row per claim
@@ -224,7 +260,7 @@ class MadeUpRuns(unittest.TestCase):
         self.assertEqual(self.generate("--check").returncode, 0)
 
     def test_the_summary_stays_short_however_many_and_long_the_claims(self):
-        # Fifteen claims, each with a paper text of 300 characters and no label, long chains and
+        # Eighteen claims, nine of them each with a paper text of 300 characters and no label, long chains and
         # equal lists: twelve rows, then one naming the rest (the claim waiting for a run among
         # them); every cell at most 200 characters.
         names = [f"long_model_name_number_{i}" for i in range(12)]
@@ -251,7 +287,8 @@ on_par = "{names[-1]}.toml"
             text = f.read()
         self.assertEqual(text.count("\n| "), 1 + verdicts.SUMMARY_ROWS + 1)
         # partial, waiting for a run, gives its row up first though the manifest lists it earlier.
-        self.assertIn("| 3 more claims, in the full table: many_7, many_8, partial | | | |\n", text)
+        self.assertIn("| 6 more claims, in the full table: many_4, many_5, many_6, many_7, many_8, partial | | | |\n",
+                      text)
         self.assertIn(" → … → ", text)  # the chain shortened to its ends
         self.assertIn("13 models; largest / smallest", text)
         assert_short_cells(self, text)
@@ -272,12 +309,17 @@ on_par = "{names[-1]}.toml"
         self.assertEqual(self.generate("--check").returncode, 0)
 
     def test_bad_claims_are_refused_naming_the_claim(self):
+        solo = 'paper = "one seed each"'
         for bad, message in (('label = "' + "x" * 121 + '"', "[solo.claim]: 'label' must be a string of 1 to 120 characters"),
                              ('tolerance = "a lot"', "[solo.claim]: tolerance must be a relative number"),
                              ('noise = "order"', "[solo.claim] noise = 'order' is not an experiment of the manifest "
-                                                 "with seed_spread = true")):
+                                                 "with seed_spread = true"),
+                             ('at_most = "solo_b.toml"', "[solo.claim]: 'baseline' goes with one of 'on_par' and 'at_most'"),
+                             ('tolerance = "3 sd"', "[goal.claim]: 'at_most' takes a relative tolerance")):
+            manifest = MANIFEST.replace(solo, f"{solo}\n{bad}") if "sd" not in bad else \
+                MANIFEST.replace("at_most = \"fast.toml\"\ntolerance = 0.25", f"at_most = \"fast.toml\"\n{bad}")
             with open(self.manifest, "w") as f:
-                f.write(MANIFEST.replace('paper = "one seed each"', f'paper = "one seed each"\n{bad}'))
+                f.write(manifest)
             r = self.generate()
             self.assertEqual(r.returncode, 1)
             self.assertIn(message, r.stderr)
@@ -425,6 +467,7 @@ class CitedNumbers(unittest.TestCase):
         claim = next(c for c in self.v["claims"] if c["experiment"] == "band_n512_warmup")
         d, lo, hi = claim["checks"][0]["log_ratios"][0]
         self.cited(f"{math.exp(d):.2f}× the Transformer's geometric mean over three seeds")
+        self.assertEqual(claim["checks"][0]["kind"], "at_most")
         self.cited(f"×{math.exp(d):.3g} [{math.exp(lo):.3g}, {math.exp(hi):.3g}], \"{claim['checks'][0]['outcome']}\"")
         self.cited(f"takes the plain Linformer from 384.4 to {b['valid_ppl']:.1f}, {math.exp(d):.2f}× the Transformer "
                    f"(one seed; verdict \"{claim['checks'][0]['outcome']}\")")

@@ -22,3 +22,11 @@ probe n128 "$R/s26_s25_full_attention_seed2" "$R/s26_s25_full_attention_seed3" "
 # local at k = 128 and 256).
 probe n512 "$R/transformer_n512_long_sinusoidal_warmup128_seed2" "$R/transformer_n512_long_sinusoidal_warmup128_seed3" \
   "$R/linformer_n512_k128_local_long_sinusoidal_warmup128" "$R/linformer_n512_k256_local_long_sinusoidal_warmup128"
+# n = 512 with the warm-up, Linformer k = 64 with a local band of w = 4 (band_n512_warmup; seeds 2
+# and 3 of seeds_n512_band once finished: their results committed): how much of each head's
+# attention goes to the band, and its value mix.
+band=()
+for run in linformer_n512_k64_band4_long_sinusoidal_warmup128{,_seed2,_seed3}; do
+  if [[ -f results/brown/runs/$run/run.json ]]; then band+=("$R/$run"); fi
+done
+probe n512_band "${band[@]}"
