@@ -154,7 +154,7 @@ def check_noise_references(path, experiments):
 
 def claim_runs(claim):
     """The runs a claim compares, each once."""
-    names = [claim.get("baseline"), claim.get("on_par"), claim.get("at_most"), *claim.get("ordered", []),
+    names = [claim.get("baseline"), *(claim.get(k) for k in PAIRED), *claim.get("ordered", []),
              *claim.get("equal", [])]
     return list(dict.fromkeys(n for n in names if n is not None))
 
@@ -295,25 +295,22 @@ def judge(claim, stats, sigma, df):
             measured += ": " + ", ".join(ratio_text(*s) for s in steps)
         rows.append(("ordered", "perplexity falls along " + " → ".join(labels[r] for r in order) + where,
                      measured, outcome, steps))
-    if "on_par" in claim:
-        a, b = claim["on_par"], claim["baseline"]
+    for kind in (k for k in PAIRED if k in claim):
+        a, b = claim[kind], claim["baseline"]
         step = compare(a, b)
         measured = f"{model_text(stats[a])} vs {model_text(stats[b])}"
-        outcome = CANNOT_TELL if step is None else within(step[1], step[2], band)
+        if step is None:
+            outcome = CANNOT_TELL
+        elif kind == "on_par":
+            outcome = within(step[1], step[2], band)
+        else:  # at_most: only the upper edge counts
+            limit = math.log(1 + tol["relative"])
+            outcome = AGREES if step[2] <= limit else DISAGREES if step[1] > limit else CANNOT_TELL
         if step is not None:
             measured += ": " + ratio_text(*step)
-        rows.append(("on_par", f"{labels[a]} within {tol_text} of {labels[b]}{where}", measured, outcome, [step]))
-    if "at_most" in claim:
-        a, b = claim["at_most"], claim["baseline"]
-        step = compare(a, b)
-        measured = f"{model_text(stats[a])} vs {model_text(stats[b])}"
-        limit = math.log(1 + tol["relative"])
-        outcome = (CANNOT_TELL if step is None else AGREES if step[2] <= limit else DISAGREES if step[1] > limit
-                   else CANNOT_TELL)
-        if step is not None:
-            measured += ": " + ratio_text(*step)
-        rows.append(("at_most", f"{labels[a]} at most {1 + tol['relative']:g}× {labels[b]}{where}", measured, outcome,
-                     [step]))
+        check = (f"{labels[a]} within {tol_text} of {labels[b]}" if kind == "on_par"
+                 else f"{labels[a]} at most {1 + tol['relative']:g}× {labels[b]}")
+        rows.append((kind, check + where, measured, outcome, [step]))
     if "equal" in claim:
         runs = claim["equal"]
         measured = ", ".join(model_text(stats[r]) for r in runs)
