@@ -392,7 +392,6 @@ class CitedNumbers(unittest.TestCase):
         seeds = [self.v["finetune"][f"brown_genres_15_n1024/transformer_n1024_long_sinusoidal_warmup128_s{s}"] for s in (1, 2)]
         self.cited(f"({100 * seeds[0][2]:.1f} → {100 * seeds[1][2]:.1f}: {seeds[0][0]} and {seeds[1][0]} of {seeds[1][1]})")
         self.cited(f"| 70.3 | {100 * seeds[0][2]:.1f}, {100 * seeds[1][2]:.1f} |")
-        self.cited(f"k = 128 at {self.interval('k_n512_warmup', 'on_par')} of it at 95%")
         self.cited(f"(\"disagrees\": 95% interval {self.interval('k_main_job', 'on_par')})")
         self.cited(f"the Transformer's seed spread here is {self.v['experiment_spreads']['seeds_main_job_full']:.1%}")
         nopad = [self.v["runs"][r]["valid_ppl"] for r in ("s20_full_attention_nopad", "s20_k128_identity_nopad")]
@@ -453,12 +452,31 @@ class CitedNumbers(unittest.TestCase):
         sigma = spreads["seeds_n512_warmup_transformer"]
         self.cited(f"at n = 512 it ends at {statistics.mean(ppl):.1f} ± {statistics.stdev(ppl):.1f} over three seeds "
                    f"({', '.join(f'{p:.1f}' for p in ppl)})")
-        self.cited(f"the noise pooled over the Transformer's seeds, {sigma:.1%}, and the Linformer's, "
-                   f"{spreads['seeds_n512_warmup']:.1%})")
+        self.cited("the noise pooled over the Transformer's seeds, k = 64's and k = 128's")
         self.cited(f"at seeds 2 and 3 at {ppl[1]:.1f} and {ppl[2]:.1f}")
         self.cited(f"a seed spread of {sigma:.1%}, a ninth of the Linformer's")
         self.assertAlmostEqual(spreads["seeds_n512_warmup"] / sigma, 9, delta=0.5)  # "a ninth"
         self.cited(f"at n = 512 it ends at {statistics.mean(ppl):.1f} (three seeds, σ {sigma:.1%})")
+
+    def test_the_k128_seed_numbers_are_the_files(self):
+        name = "linformer_n512_k128_long_sinusoidal_warmup128"
+        seeds = [self.v["runs"][name + s] for s in ("_seed2", "_seed3")]
+        transformer = self.v["runs"]["transformer_n512_long_sinusoidal_warmup128"]["valid_ppl"]
+        self.cited(f"At seeds 2 and 3 k = 128 ends at {seeds[0]['valid_ppl']:.1f} and {seeds[1]['valid_ppl']:.1f}")
+        self.cited(f"shuffled words {seeds[0]['test_shuffled_ratio']:.2f}× and {seeds[1]['test_shuffled_ratio']:.2f}×), "
+                   f"{seeds[0]['valid_ppl'] / transformer:.1f}× and {seeds[1]['valid_ppl'] / transformer:.1f}× the "
+                   f"Transformer's {transformer:.1f}")
+        spread = next(s for s in self.v["seed_spreads"] if s["experiment"] == "seeds_n512_warmup_k128")
+        self.cited(f"its three seeds spread {100 * spread['spread']:.0f}%, and the seed noise of k = 128 is "
+                   f"σ {100 * (math.exp(spread['log_sd']) - 1):.1f}%")
+        claim = next(c for c in self.v["claims"] if c["experiment"] == "k_n512_warmup")
+        self.cited(f"k = 128, {claim['models'][name]['mean']:.1f} over its three seeds, at "
+                   f"{self.interval('k_n512_warmup', 'on_par')} of it at 95%")
+        self.cited(f"k = 64's and k = 128's, σ {100 * claim['noise']['relative']:.1f}%)")
+        every = [r["valid_ppl"] for n, r in self.v["runs"].items()
+                 if n.startswith("linformer_n512_k") and "_long_sinusoidal_warmup128" in n and "local" not in n
+                 and "band" not in n and not any(p in n for p in ("pool", "conv"))]
+        self.cited(f"against {min(every):.1f}–{max(every):.1f} for every")
 
     def test_the_band_numbers_are_the_files(self):
         name = "linformer_n512_k64_band4_long_sinusoidal_warmup128"
