@@ -290,27 +290,35 @@ TEST_F(TrainTest, ACheckpointFromBeforeTheWarmUpResumesAsWarmUpOff) {
   EXPECT_TRUE(final_weights(straight) == final_weights(old)) << "final weights differ";
 }
 
-TEST_F(TrainTest, SigtermWritesACheckpointAndTheRunResumes) {
-  TempDir runs;
-  const std::string run = (runs.path() / "run").string();
-  // SIGTERM once the run has logged its second update (whatever the machine's load), then the
-  // run's own exit code.
+// Signals the run once it has logged its second update (whatever the machine's load): it stops
+// with one checkpoint and the hint. Returns the checkpoint's update.
+int64_t stop_with_signal(const std::string& recipe, const std::string& run, const std::string& signal) {
   const auto r = testing::run_command(
-      "'" LINFORMER_BINARY "' train --recipe " + recipe_ + " --run-dir " + run +
+      "'" LINFORMER_BINARY "' train --recipe " + recipe + " --run-dir " + run +
       " --set train.max_updates=100000000 --set validation.every=0 --set checkpoint.every=0 2>&1 & pid=$!; "
       "for i in $(seq 1200); do grep -q 'update 4/' " +
       run +
       "/train.log 2>/dev/null && break; sleep 0.05; done; "
-      "kill -TERM $pid; wait $pid");
+      "kill -" +
+      signal + " $pid; wait $pid");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("interrupted by SIGTERM"));
+  EXPECT_THAT(r.output, HasSubstr("interrupted by SIG" + signal));
   EXPECT_THAT(r.output, HasSubstr("--resume auto"));
   const auto all = list_checkpoints(run + "/checkpoints");
-  ASSERT_EQ(all.size(), 1u);
-  const int64_t stopped_at = all[0].update;
-  EXPECT_GT(stopped_at, 0);
-  const auto resumed = train(run, {"train.max_updates=" + std::to_string(stopped_at + 4)}, "auto");
-  EXPECT_EQ(resumed.updates, stopped_at + 4);
+  EXPECT_EQ(all.size(), 1u);
+  return all.empty() ? 0 : all[0].update;
+}
+
+// SIGUSR1 too: what mpirun passes on at once without ending the job (docs/mpi.md).
+TEST_F(TrainTest, SigtermOrSigusr1WritesACheckpointAndTheRunResumes) {
+  for (const std::string signal : {"TERM", "USR1"}) {
+    SCOPED_TRACE("SIG" + signal);
+    TempDir runs;
+    const std::string run = (runs.path() / "run").string();
+    const int64_t stopped_at = stop_with_signal(recipe_, run, signal);
+    ASSERT_GT(stopped_at, 0);
+    EXPECT_EQ(train(run, {"train.max_updates=" + std::to_string(stopped_at + 4)}, "auto").updates, stopped_at + 4);
+  }
 }
 
 TEST_F(TrainTest, RefusesAnIncompatibleResumeAndAnAccidentalRestart) {

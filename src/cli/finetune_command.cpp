@@ -24,7 +24,7 @@ void add_finetune_command(CLI::App& app) {
       *cmd,
       "Fine-tune a pretrained encoder with a classification head on labelled documents (the recipe's [finetune] "
       "section). The run directory receives recipe.toml, train.log, metrics.csv/metrics.jsonl, checkpoints/ (one per "
-      "epoch) and results.json. SIGINT or SIGTERM writes a checkpoint and exits.",
+      "epoch) and results.json. SIGINT, SIGTERM or SIGUSR1 writes a checkpoint and exits.",
       {"linformer finetune --recipe recipes/finetune/spam.toml --checkpoint runs/default --run-dir "
        "runs/spam",
        "linformer finetune --recipe recipes/finetune/spam.toml --run-dir runs/spam --resume auto"});

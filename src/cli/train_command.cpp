@@ -46,7 +46,7 @@ void add_train_command(CLI::App& app) {
       *cmd,
       "Pretrain a masked-language model as the recipe says, on the data `linformer prepare` wrote. The run "
       "directory receives the resolved recipe, train.log, metrics.csv/metrics.jsonl and checkpoints/. SIGINT or "
-      "SIGTERM finishes the current update, writes a checkpoint and exits.",
+      "SIGTERM (SIGUSR1 under mpirun) finishes the current update, writes a checkpoint and exits.",
       {"linformer train --recipe recipes/brown/default.toml --run-dir runs/default",
        "linformer train --recipe recipes/brown/default.toml --run-dir runs/default --resume auto",
        "mpirun -np 2 linformer train --recipe recipes/brown/default.toml --run-dir runs/mpi"});

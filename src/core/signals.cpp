@@ -18,7 +18,7 @@ void on_signal(int signal) {
 
 void install_stop_handlers() {
   g_signal = 0;
-  for (int signal : {SIGINT, SIGTERM, SIGHUP}) std::signal(signal, on_signal);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) std::signal(signal, on_signal);
 }
 
 bool stop_requested() { return g_signal != 0; }
@@ -31,6 +31,8 @@ const char* stop_signal_name() {
       return "SIGTERM";
     case SIGHUP:
       return "SIGHUP";
+    case SIGUSR1:
+      return "SIGUSR1";
     default:
       return "";
   }

@@ -39,12 +39,13 @@ std::string agreed_stop_reason(const RunSchedule& schedule, const TrainingState&
 
 std::string agreed_stop_signal() {
   const std::string own = stop_signal_name();
-  const char* const names[] = {"SIGTERM", "SIGINT", "SIGHUP"};
-  int64_t received[3] = {};
-  for (int i = 0; i < 3; ++i) received[i] = own == names[i];
-  World::sum(received, 3);
+  const char* const names[] = {"SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1"};
+  constexpr int kNames = 4;
+  int64_t received[kNames] = {};
+  for (int i = 0; i < kNames; ++i) received[i] = own == names[i];
+  World::sum(received, kNames);
   std::string signal = "a signal";
-  for (int i = 2; i >= 0; --i)
+  for (int i = kNames - 1; i >= 0; --i)
     if (received[i] > 0) signal = names[i];
   return own.empty() ? signal + " (to another process)" : signal;
 }
