@@ -478,6 +478,15 @@ class CitedNumbers(unittest.TestCase):
                  and "band" not in n and not any(p in n for p in ("pool", "conv"))]
         self.cited(f"against {min(every):.1f}–{max(every):.1f} for every")
 
+    def test_the_band_cost_numbers_are_the_files(self):
+        ratios = {}
+        for label in ("after", "before"):
+            with open(os.path.join(ROOT, "results", "2026-11-29_zen5_local_band", label, "summary.txt")) as f:
+                line = f.read().splitlines()[-1]  # "band / plain tokens/s: 0.680; band / full: 1.128"
+            ratios[label] = [part.split(": ")[1] for part in line.split("; ")]
+        self.cited(f"{ratios['after'][0]}× the plain Linformer's tokens/s and {ratios['after'][1]}× full attention's")
+        self.cited(f"({ratios['before'][0]}× and {ratios['before'][1]}× before;")
+
     def test_the_band_numbers_are_the_files(self):
         name = "linformer_n512_k64_band4_long_sinusoidal_warmup128"
         runs = [self.v["runs"][r] for r in (name, name + "_seed2", name + "_seed3")]
