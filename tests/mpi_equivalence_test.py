@@ -226,7 +226,8 @@ class MpiEquivalence(unittest.TestCase):
                                    ("interrupted by SIGUSR1 at update", "interrupted by SIGUSR1 (to another process)"))
 
     def test_sigterm_to_one_rank_then_resume_equals_an_uninterrupted_run(self):
-        # The others stop with it, at the same update.
+        # The others stop with it, at the same update. What rank 0 says if it heard of it, then if it
+        # was the one signalled.
         self.interrupt_then_resume("rank 1", signal.SIGTERM, ("another process stopped", "received SIGTERM"),
                                    ("interrupted by SIGTERM (to another process)", "interrupted by SIGTERM at update"))
 
@@ -257,6 +258,8 @@ class MpiEquivalence(unittest.TestCase):
             ranks = self.ranks_of(job.pid)
             target, rank = next((r for r in ranks if r[1] == 1), ranks[0])
             os.kill(target, sig)
+            # Rank 0 itself signalled (where /proc hid the ranks) says so; else it heard of rank 1's stop.
+            stopping, said = ((stopping[0],), (said[0],)) if rank == 1 else ((stopping[1],), (said[1],))
         output = self.output_of(job, output_file, timeout=300)
         # Rank 0's own log, flushed line by line, has every line it wrote; mpirun's output may not.
         with open(os.path.join(run_dir, "train.log")) as f:
