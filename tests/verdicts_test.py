@@ -487,6 +487,18 @@ class CitedNumbers(unittest.TestCase):
         self.cited(f"{ratios['after'][0]}× the plain Linformer's tokens/s and {ratios['after'][1]}× full attention's")
         self.cited(f"({ratios['before'][0]}× and {ratios['before'][1]}× before;")
 
+    def test_the_band_keys_numbers_are_the_files(self):
+        name = "linformer_n512_k1_band4_long_sinusoidal_warmup128"
+        k1 = self.v["runs"][name]
+        with open(os.path.join(ROOT, "results", "brown", "runs", name, "same_targets.json")) as f:
+            same = json.load(f)["perplexity"]
+        self.cited(f"ends at **{k1['valid_ppl']:.1f} (test {k1['test_ppl']:.1f}; shuffled words "
+                   f"{k1['test_shuffled_ratio']:.2f}×; {same:.1f} on the same targets)**")
+        self.cited(f"With one compressed key instead of 64 the band model ends at {k1['valid_ppl']:.1f} (one seed")
+        band = next(c for c in self.v["claims"] if c["experiment"] == "band_n512_warmup")
+        model = band["models"]["linformer_n512_k64_band4_long_sinusoidal_warmup128"]
+        self.cited(f"level with k = 64's {model['mean']:.1f} ± {model['sd']:.1f} over three seeds")
+
     def test_the_band_numbers_are_the_files(self):
         name = "linformer_n512_k64_band4_long_sinusoidal_warmup128"
         runs = [self.v["runs"][r] for r in (name, name + "_seed2", name + "_seed3")]
