@@ -1,7 +1,8 @@
 // The last block of a masked-LM training pass computes its output only at the masked tokens
 // (MlmModel::forward_backward, QueryRows): the loss and every gradient must be what computing every
-// row gives, in fp32 and on the bf16 path, post- and pre-LN, with and without padded rows. The
-// PyTorch parity test (torch_parity_test.cpp) checks the same pass against an independent model.
+// row gives, in fp32 and on the bf16 path, post- and pre-LN, with and without padded rows, with
+// and without a local band. The PyTorch parity test (torch_parity_test.cpp) checks the same pass
+// against an independent model.
 
 #include "linformer/kernels/context.h"
 #include "linformer/kernels/matmul.h"
@@ -98,6 +99,7 @@ TEST_P(LastBlockRows, GiveTheLossAndGradientsOfEveryRowWithDropout) {
 
 TEST_P(LastBlockRows, GiveTheLossAndGradientsOfEveryRowOnTheBf16Path) {
   if (!cpu_has_bf16()) GTEST_SKIP() << "no avx512_bf16 on this CPU (" << dnnl_cpu_isa_name() << ")";
+  if (GetParam().changes.contains("local_window")) GTEST_SKIP() << "the local band runs in fp32 only";
   set_matmul_bf16_operands(true);
   const ModelSpec spec = testing::tiny_spec(GetParam().changes);
   // Rows without padding take the path that rounds x once into a cache (and gathers its rows).
@@ -147,7 +149,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // Projecting before compressing: in_proj in two parts.
                       Case{"none", {{"sharing", "none"}}}, Case{"none_pre", {{"sharing", "none"}, {"norm", "pre"}}},
                       Case{"max", {{"projection", "max"}}},
-                      Case{"conv_per_head", {{"projection", "conv"}, {"sharing", "none"}}}),
+                      Case{"conv_per_head", {{"projection", "conv"}, {"sharing", "none"}}},
+                      // A local band: its scores at the selected rows, dK and dV scattered from them.
+                      Case{"band", {{"local_window", 2}}},
+                      Case{"band_max_pre", {{"projection", "max"}, {"local_window", 3}, {"norm", "pre"}}}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -50,9 +50,7 @@ AttentionCore::AttentionCore(const ModelSpec& spec, const Parameters& params, Wo
   if (query_rows && spec.attention_dropout > 0) score_rows_.reserve(static_cast<size_t>(max_batch * H_ * spec.seq_len));
   has_band_ = spec.is_linformer() && spec.local_window > 0;
   if (has_band_) {
-    LF_CHECK(!bf16_caches && !query_rows,
-             "attention layer {}: model.local_window runs in fp32 only (train.precision, --precision) and on every "
-             "query row",
+    LF_CHECK(!bf16_caches, "attention layer {}: model.local_window runs in fp32 only (train.precision, --precision)",
              layer);
     band_ = LocalBand(spec.local_window);
     band_probs_ = ws.reserve_cache(layer, "attn.band_probs", {B, H_, T, Dim(band_.width())});
@@ -94,10 +92,10 @@ void AttentionCore::forward(const BatchGeometry& g, const HeadOperands& heads, T
     softmax_forward_bf16_scores(scores.data(), dropped ? probs.data() : nullptr, dropped ? nullptr : scores.data(),
                                 B * H_ * Tq, scores.size(3), scale, key_valid, H_ * Tq);
   } else if (has_band_) {  // one softmax over the compressed keys and the band
-    LF_CHECK(!rows && !matmul_bf16_operands(), "attention layer {}: the local band runs in fp32 on every row", layer_);
-    const TensorView<float> band = ws_->view(band_probs_, e);
+    LF_CHECK(!matmul_bf16_operands(), "attention layer {}: the local band runs in fp32", layer_);
+    const TensorView<float> band = scores_view(band_probs_, e, Tq);
     matmul(heads.queries, heads.keys.transpose(2, 3), probs);
-    band_.scores(g, heads.queries, heads.band_keys, band);
+    band_.scores(g, band_rows(g, rows), heads.queries, heads.band_keys, band);
     LocalBand::softmax_forward(probs.data(), probs.size(3), band.data(), band.size(3), B * H_ * Tq, scale);
   } else {
     matmul(heads.queries, heads.keys.transpose(2, 3), probs);
@@ -137,7 +135,8 @@ void AttentionCore::probabilities_forward(const BatchGeometry& g, const HeadOper
     matmul(used_bf16(), heads.values_bf16, split_heads(ctx, H_, D_));
   else
     matmul(used, heads.values, split_heads(ctx, H_, D_));
-  if (has_band_) band_.context_forward(band_used(g, pass), heads.band_values, split_heads(ctx, H_, D_));
+  if (has_band_)
+    band_.context_forward(band_rows(g, rows), band_used(g, pass, rows), heads.band_values, split_heads(ctx, H_, D_));
   out_proj_.forward(ctx.reshape(Shape{B * Tq, C_}), y.reshape(Shape{B * Tq, C_}));
 }
 
@@ -183,14 +182,15 @@ void AttentionCore::products_backward_f32(const BatchGeometry& g, const HeadOper
   if (dropped) dropout_backward(g, Tq, pass, rows);
   // With a local band: its P·V beside, one softmax over both parts, and its Q·Kᵀ after (dQ adds
   // onto the compressed keys' part).
-  const TensorView<float> band = has_band_ ? ws_->view(band_probs_, e) : TensorView<float>{};
-  const TensorView<float> d_band = has_band_ ? ws_->view(d_band_probs_, e) : TensorView<float>{};
+  const TensorView<float> band = has_band_ ? scores_view(band_probs_, e, Tq) : TensorView<float>{};
+  const TensorView<float> d_band = has_band_ ? scores_view(d_band_probs_, e, Tq) : TensorView<float>{};
   if (has_band_) {
-    const TensorView<const float> band_used = dropped ? ws_->view(band_dropped_, e) : band;
-    band_.context_backward(band_used, heads.band_values, d_ctx_h, d_band, d_heads.band_values);
-    if (dropped)  // dP_band = dropout's mask on dP_band,used
-      dropout_apply(d_band.data(), d_band.data(), d_band.numel(), spec_->attention_dropout, pass.seed,
-                    dropout_stream(DropoutSite::attention_band_probs, layer_, pass));
+    const TensorView<const float> band_used = dropped ? scores_view(band_dropped_, e, Tq) : band;
+    band_.context_backward(band_rows(g, rows), band_used, heads.band_values, d_ctx_h, d_band, d_heads.band_values);
+    if (dropped)  // dP_band = dropout's mask on dP_band,used (forward's rows: score_rows_, filled there)
+      dropout_apply_rows(d_band.data(), d_band.data(), B * H_ * Tq, d_band.size(3), rows ? score_rows_.data() : nullptr,
+                         spec_->attention_dropout, pass.seed,
+                         dropout_stream(DropoutSite::attention_band_probs, layer_, pass));
     LocalBand::softmax_backward(d_probs.data(), probs.data(), d_probs.size(3), d_band.data(), band.data(),
                                 d_band.size(3), B * H_ * Tq, scale);
   } else {
@@ -198,7 +198,9 @@ void AttentionCore::products_backward_f32(const BatchGeometry& g, const HeadOper
   }
   matmul(d_probs, heads.keys, d_heads.queries);
   matmul(d_probs.transpose(2, 3), heads.queries, d_heads.keys);
-  if (has_band_) band_.scores_backward(d_band, heads.queries, heads.band_keys, d_heads.queries, d_heads.band_keys);
+  if (has_band_)
+    band_.scores_backward(band_rows(g, rows), d_band, heads.queries, heads.band_keys, d_heads.queries,
+                          d_heads.band_keys);
 }
 
 // The same on the bf16 path: dP is a bf16 result, like the scores; d_scores feeds only bf16 products.
@@ -227,14 +229,20 @@ void AttentionCore::products_backward_bf16(const BatchGeometry& g, const HeadOpe
   matmul(TensorView<const bf16>(d_scores).transpose(2, 3), heads.queries_bf16, d_heads.keys);
 }
 
-TensorView<const float> AttentionCore::band_used(const BatchGeometry& g, const Pass& pass) {
+TensorView<const float> AttentionCore::band_used(const BatchGeometry& g, const Pass& pass, const QueryRows* rows) {
+  const int64_t Tq = rows ? rows->Tq : g.T;
   const Extents e{g.B, g.T};
-  const TensorView<float> band = ws_->view(band_probs_, e);
+  const TensorView<float> band = scores_view(band_probs_, e, Tq);
   if (!pass.training || spec_->attention_dropout <= 0) return band;
-  const TensorView<float> used = ws_->view(band_dropped_, e);
-  dropout_apply(band.data(), used.data(), band.numel(), spec_->attention_dropout, pass.seed,
-                dropout_stream(DropoutSite::attention_band_probs, layer_, pass));
+  const TensorView<float> used = scores_view(band_dropped_, e, Tq);
+  dropout_apply_rows(band.data(), used.data(), g.B * H_ * Tq, band.size(3), score_rows(g, rows),
+                     spec_->attention_dropout, pass.seed,
+                     dropout_stream(DropoutSite::attention_band_probs, layer_, pass));
   return used;
+}
+
+BandRows AttentionCore::band_rows(const BatchGeometry& g, const QueryRows* rows) {
+  return rows ? BandRows{g.T, rows->Tq, rows->source} : BandRows{g.T, g.T, nullptr};
 }
 
 void AttentionCore::dropout_backward(const BatchGeometry& g, int64_t Tq, const Pass& pass, const QueryRows* rows) {

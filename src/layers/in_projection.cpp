@@ -5,8 +5,7 @@
 namespace linformer {
 
 bool layer_takes_query_rows(const ModelSpec& spec, const Workspace& ws, int layer) {
-  // Not with a local band: it runs on every query row (local_band.h).
-  return !ws.inference() && layer == spec.layers - 1 && spec.local_window == 0;
+  return !ws.inference() && layer == spec.layers - 1;
 }
 
 InProjection::InProjection(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch,

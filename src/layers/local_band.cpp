@@ -25,59 +25,53 @@ float dot(const float* a, const float* b, int64_t D) {
   return sum;
 }
 
-// out += Σ_s weights[s] · x_{t+s−w} over the slots whose row exists: a band row times the rows
-// it reads (P_band V for the context, d_b K for dQ).
-void add_band_rows(const float* weights, const TensorView<const float>& x, int64_t b, int64_t h, int64_t t, int64_t w,
-                   float* out) {
-  const int64_t T = x.size(2), D = x.size(3), W = 2 * w + 1;
-  for (int64_t s = std::max<int64_t>(0, w - t); s < std::min(W, T - t + w); ++s) {
-    const float* row = head_row(x, b, h, t + s - w);
-    const float weight = weights[s];  // a local: out may alias weights as far as the compiler knows
+// out (D) += weight · x.
+void add_scaled(float weight, const float* x, float* out, int64_t D) {
 #pragma omp simd
-    for (int64_t d = 0; d < D; ++d) out[d] += weight * row[d];
-  }
+  for (int64_t d = 0; d < D; ++d) out[d] += weight * x[d];
 }
 
-// out = Σ_s band_{i,s} · x_i over the queries i = t − (s − w) that read row t at slot s: the
-// transposed product (P_bandᵀ d_ctx for dV, d_bᵀ Q for dK). band: head (b, h)'s (T, W) rows.
-void gather_band_rows(const float* band, const TensorView<const float>& x, int64_t b, int64_t h, int64_t t, int64_t w,
-                      float* out) {
-  const int64_t T = x.size(2), D = x.size(3), W = 2 * w + 1;
-  std::fill(out, out + D, 0.0f);
-  for (int64_t s = std::max<int64_t>(0, t + w - T + 1); s < std::min(W, t + w + 1); ++s) {
-    const int64_t i = t - s + w;
-    const float* row = head_row(x, b, h, i);
-    const float weight = band[i * W + s];
-#pragma omp simd
-    for (int64_t d = 0; d < D; ++d) out[d] += weight * row[d];
-  }
+// Head (b, h) of a per-head view set to 0 at every position.
+void zero_head(const TensorView<float>& x, int64_t b, int64_t h) {
+  for (int64_t t = 0; t < x.size(2); ++t) std::fill_n(head_row(x, b, h, t), x.size(3), 0.0f);
+}
+
+// The slots [first, last) of a query at position t whose key j = t + s − w lies in [0, end).
+struct Slots {
+  int64_t first, last;
+};
+Slots slots_within(int64_t t, int64_t w, int64_t end) {
+  return {std::max<int64_t>(0, w - t), std::min(2 * w + 1, end - t + w)};
 }
 
 constexpr float kNone = -std::numeric_limits<float>::infinity();  // a slot with no key
 
 void check_heads(const TensorView<const float>& x, const char* what) {
-  LF_CHECK(x.shape().rank() == 4 && x.stride(3) == 1, "local band: {} must be per head (B, H, T, D), unit stride",
+  LF_CHECK(x.shape().rank() == 4 && x.stride(3) == 1, "local band: {} must be per head (B, H, ·, D), unit stride",
            what);
 }
 }  // namespace
 
-void LocalBand::scores(const BatchGeometry& g, TensorView<const float> q, TensorView<const float> k,
-                       TensorView<float> band) const {
+void LocalBand::scores(const BatchGeometry& g, const BandRows& rows, TensorView<const float> q,
+                       TensorView<const float> k, TensorView<float> band) const {
   check_heads(q, "queries");
   check_heads(k, "keys");
-  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), W = width();
-  LF_CHECK(band.is_contiguous() && band.size(3) == W, "local band: scores must be (B, H, T, {}) dense", W);
+  const int64_t B = q.size(0), H = q.size(1), D = q.size(3), W = width();
+  LF_CHECK(q.size(2) == rows.Tq && k.size(2) == rows.T, "local band: {} query rows and {} keys for Tq {}, T {}",
+           q.size(2), k.size(2), rows.Tq, rows.T);
+  LF_CHECK(band.is_contiguous() && band.size(2) == rows.Tq && band.size(3) == W,
+           "local band: scores must be (B, H, Tq, {}) dense", W);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h) {
-      const int64_t length = g.lengths ? g.lengths[b] : T;
-      for (int64_t t = 0; t < T; ++t) {
-        float* out = band.data() + ((b * H + h) * T + t) * W;
-        const float* qt = head_row(q, b, h, t);
-        for (int64_t s = 0; s < W; ++s) {
-          const int64_t j = t + s - w_;
-          out[s] = (j >= 0 && j < length) ? dot(qt, head_row(k, b, h, j), D) : kNone;
-        }
+      const int64_t length = g.lengths ? g.lengths[b] : rows.T;
+      for (int64_t r = 0; r < rows.Tq; ++r) {
+        const int64_t t = rows.position(b, r);
+        const Slots keys = slots_within(t, w_, length);
+        float* out = band.data() + ((b * H + h) * rows.Tq + r) * W;
+        const float* qr = head_row(q, b, h, r);
+        for (int64_t s = 0; s < W; ++s)
+          out[s] = (s >= keys.first && s < keys.last) ? dot(qr, head_row(k, b, h, t + s - w_), D) : kNone;
       }
     }
 }
@@ -105,34 +99,45 @@ void LocalBand::softmax_forward(float* probs, int64_t S, float* band, int64_t W,
   }
 }
 
-void LocalBand::context_forward(TensorView<const float> band_probs, TensorView<const float> v,
+void LocalBand::context_forward(const BandRows& rows, TensorView<const float> band_probs, TensorView<const float> v,
                                 TensorView<float> ctx) const {
   check_heads(v, "values");
-  const int64_t B = v.size(0), H = v.size(1), T = v.size(2), W = width();
+  const int64_t B = v.size(0), H = v.size(1), D = v.size(3), W = width();
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
-      for (int64_t t = 0; t < T; ++t)
-        add_band_rows(band_probs.data() + ((b * H + h) * T + t) * W, v, b, h, t, w_, head_row(ctx, b, h, t));
+      for (int64_t r = 0; r < rows.Tq; ++r) {
+        const int64_t t = rows.position(b, r);
+        const Slots keys = slots_within(t, w_, rows.T);
+        const float* p = band_probs.data() + ((b * H + h) * rows.Tq + r) * W;
+        float* out = head_row(ctx, b, h, r);
+        for (int64_t s = keys.first; s < keys.last; ++s) add_scaled(p[s], head_row(v, b, h, t + s - w_), out, D);
+      }
 }
 
-void LocalBand::context_backward(TensorView<const float> band_probs, TensorView<const float> v,
+// dK and dV are scattered from the query rows that read them: each (b, h) by one thread, so the
+// scatter needs no atomics, and the same code serves every row and the last block's masked rows.
+void LocalBand::context_backward(const BandRows& rows, TensorView<const float> band_probs, TensorView<const float> v,
                                  TensorView<const float> d_ctx, TensorView<float> d_band, TensorView<float> d_v) const {
-  const int64_t B = v.size(0), H = v.size(1), T = v.size(2), D = v.size(3), W = width();
+  const int64_t B = v.size(0), H = v.size(1), D = v.size(3), W = width();
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t t = 0; t < T; ++t) {
-        // Query t's slots: dP_band = d_ctx_t · v_j.
-        float* db = d_band.data() + ((b * H + h) * T + t) * W;
-        const float* dc = head_row(d_ctx, b, h, t);
-        for (int64_t s = 0; s < W; ++s) {
+    for (int64_t h = 0; h < H; ++h) {
+      zero_head(d_v, b, h);
+      for (int64_t r = 0; r < rows.Tq; ++r) {
+        const int64_t t = rows.position(b, r);
+        const Slots keys = slots_within(t, w_, rows.T);
+        const float* p = band_probs.data() + ((b * H + h) * rows.Tq + r) * W;
+        float* db = d_band.data() + ((b * H + h) * rows.Tq + r) * W;
+        const float* dc = head_row(d_ctx, b, h, r);
+        std::fill(db, db + W, 0.0f);
+        for (int64_t s = keys.first; s < keys.last; ++s) {
           const int64_t j = t + s - w_;
-          db[s] = (j >= 0 && j < T) ? dot(dc, head_row(v, b, h, j), D) : 0.0f;
+          db[s] = dot(dc, head_row(v, b, h, j), D);
+          add_scaled(p[s], dc, head_row(d_v, b, h, j), D);
         }
-        // Key t's gradient, gathered from the queries that read it.
-        gather_band_rows(band_probs.data() + (b * H + h) * T * W, d_ctx, b, h, t, w_, head_row(d_v, b, h, t));
       }
+    }
 }
 
 void LocalBand::softmax_backward(float* d_probs, const float* probs, int64_t S, float* d_band, const float* band_probs,
@@ -156,16 +161,26 @@ void LocalBand::softmax_backward(float* d_probs, const float* probs, int64_t S, 
   }
 }
 
-void LocalBand::scores_backward(TensorView<const float> d_band, TensorView<const float> q, TensorView<const float> k,
-                                TensorView<float> d_q, TensorView<float> d_k) const {
-  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), W = width();
+void LocalBand::scores_backward(const BandRows& rows, TensorView<const float> d_band, TensorView<const float> q,
+                                TensorView<const float> k, TensorView<float> d_q, TensorView<float> d_k) const {
+  const int64_t B = k.size(0), H = k.size(1), D = k.size(3), W = width();
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t t = 0; t < T; ++t) {
-        add_band_rows(d_band.data() + ((b * H + h) * T + t) * W, k, b, h, t, w_, head_row(d_q, b, h, t));
-        gather_band_rows(d_band.data() + (b * H + h) * T * W, q, b, h, t, w_, head_row(d_k, b, h, t));
+    for (int64_t h = 0; h < H; ++h) {
+      zero_head(d_k, b, h);
+      for (int64_t r = 0; r < rows.Tq; ++r) {
+        const int64_t t = rows.position(b, r);
+        const Slots keys = slots_within(t, w_, rows.T);
+        const float* db = d_band.data() + ((b * H + h) * rows.Tq + r) * W;
+        const float* qr = head_row(q, b, h, r);
+        float* dq = head_row(d_q, b, h, r);
+        for (int64_t s = keys.first; s < keys.last; ++s) {
+          const int64_t j = t + s - w_;
+          add_scaled(db[s], head_row(k, b, h, j), dq, D);
+          add_scaled(db[s], qr, head_row(d_k, b, h, j), D);
+        }
       }
+    }
 }
 
 }  // namespace linformer

@@ -47,7 +47,7 @@ class AttentionCore {
  public:
   AttentionCore() = default;
   // S: the keys' axis (Dim::tokens(n) for full attention, K_l for Linformer; a Linformer with
-  // model.local_window also gets the band of local_band.h, every query row). bf16_caches: the
+  // model.local_window also gets the band of local_band.h). bf16_caches: the
   // parameters keep bf16 copies (the bf16 path's caches are reserved, in inference too).
   // query_rows: this layer can take QueryRows (dropout then maps score rows to the layer's).
   AttentionCore(const ModelSpec& spec, const Parameters& params, Workspace& ws, int layer, int64_t max_batch, Dim S,
@@ -92,7 +92,8 @@ class AttentionCore {
                               TensorView<const bf16> d_ctx, float scale, const Pass& pass, const QueryRows* rows);
   // P_band,used: the band's probabilities, or in training with attention dropout their dropout
   // (its own mask, DropoutSite::attention_band_probs) written to band_dropped_.
-  TensorView<const float> band_used(const BatchGeometry& g, const Pass& pass);
+  TensorView<const float> band_used(const BatchGeometry& g, const Pass& pass, const QueryRows* rows);
+  static BandRows band_rows(const BatchGeometry& g, const QueryRows* rows);
   // P_used = dropout(P): the same mask on dP_used, in place in scratch_.d_probs.
   void dropout_backward(const BatchGeometry& g, int64_t Tq, const Pass& pass, const QueryRows* rows);
   // With query rows and attention dropout: (B·H·Tq) the row of the layer's (B, H, T, S) scores each
@@ -120,9 +121,9 @@ class AttentionCore {
   std::vector<int32_t> score_rows_;
   LocalBand band_;  // width 1 (unused) without model.local_window
   bool has_band_ = false;
-  Buffer<float> band_probs_;    // cache (B, H, T, W): the band's scores, then its probabilities
-  Buffer<float> band_dropped_;  // cache (B, H, T, W): P_band,used = dropout(P_band) (attention dropout only)
-  Buffer<float> d_band_probs_;  // backward scratch (B, H, T, W): dP_band, then d_band scores
+  Buffer<float> band_probs_;    // cache (B, H, Tq, W): the band's scores, then its probabilities
+  Buffer<float> band_dropped_;  // cache (B, H, Tq, W): P_band,used = dropout(P_band) (attention dropout only)
+  Buffer<float> d_band_probs_;  // backward scratch (B, H, Tq, W): dP_band, then d_band scores
   // bf16 inference: the scores are written in bf16 into cache_.probs_bf16 and become P there (no f32
   // P): half of fp32's score memory, where otherwise bf16 would keep both.
   bool scores_in_bf16_ = false;
