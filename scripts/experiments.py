@@ -220,7 +220,7 @@ def supports_word_order(binary):
     return "--shuffle-words" in eval_flags(binary)
 
 
-def measure_word_order(name, checkpoint, args, log):
+def measure_word_order(name, checkpoint, args, log, retrained=None):
     """RESULTS/runs/<name>/word_order.json: the checkpoint's test perplexity with the words of each
     sentence shuffled (`eval --shuffle-words`, the same masked targets) against the ordered text's.
     A ratio near 1 says the model has learned which words occur together but not their order.
@@ -241,6 +241,8 @@ def measure_word_order(name, checkpoint, args, log):
               "shuffled_perplexity": e["shuffled_words"]["perplexity"], "ratio": e["word_order_ratio"],
               "accuracy": e["accuracy"], "shuffled_accuracy": e["shuffled_words"]["accuracy"],
               "masked": e["masked"], "eval_machine": machine_description(args.binary)}
+    if retrained:
+        record["retrained"] = retrained
     if "by_context" in e:
         record["by_context"] = e["by_context"]
     with open(os.path.join(args.results, "runs", name, "word_order.json"), "w") as f:
@@ -249,7 +251,7 @@ def measure_word_order(name, checkpoint, args, log):
     log(f"{name}: shuffled words {record['ratio']:.3f} × the ordered test perplexity")
 
 
-def measure_same_targets(name, checkpoint, args, log):
+def measure_same_targets(name, checkpoint, args, log, retrained=None):
     """RESULTS/runs/<name>/same_targets.json: the checkpoint's validation perplexity with each token's
     mask drawn from its place in the split's stream (`eval --same-targets`), so checkpoints of any n
     are scored on the same masked tokens; equal targets_digest values say they were."""
@@ -265,15 +267,39 @@ def measure_same_targets(name, checkpoint, args, log):
               "perplexity": e["perplexity"], "unigram_perplexity": e.get("unigram_perplexity"),
               "accuracy": e["accuracy"], "masked": e["masked"], "targets_digest": e["targets_digest"],
               "eval_machine": machine_description(args.binary)}
+    if retrained:
+        record["retrained"] = retrained
     with open(os.path.join(args.results, "runs", name, "same_targets.json"), "w") as f:
         json.dump(record, f, indent=2)
         f.write("\n")
     log(f"{name}: {record['perplexity']:.1f} on the same validation targets (digest {record['targets_digest']})")
 
 
+def valid_ppl_at(metrics_jsonl, update):
+    """The validation perplexity a run's metrics.jsonl logged at `update`; None without one."""
+    if not os.path.exists(metrics_jsonl):
+        return None
+    with open(metrics_jsonl) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    return next((r["perplexity"] for r in rows if r.get("kind") == "valid" and r.get("update") == update), None)
+
+
+def retraining_of(name, folder, best, args):
+    """None when RUNS/<name> holds the published run (the same validation perplexity at its best
+    update), else what tells them apart: a run trained again (another machine, binary or thread
+    count, e.g. by finetune_experiments.py), whose weights are close to the published ones but not
+    them, so what is measured on it says so."""
+    published = valid_ppl_at(os.path.join(folder, "metrics.jsonl"), best)
+    again = valid_ppl_at(os.path.join(args.runs_dir, name, "metrics.jsonl"), best)
+    if again is not None and again == published:
+        return None
+    return {"published_valid_ppl": published, "checkpoint_valid_ppl": again}
+
+
 def measure_done_runs(experiments, args, log, file, measure, current=lambda record: True):
     """`word-order`, `same-targets`: measures every finished run whose best checkpoint is still in RUNS
-    and whose RESULTS/runs/<run>/FILE is missing or not current (unless --force)."""
+    and whose RESULTS/runs/<run>/FILE is missing or not current (unless --force). A checkpoint of a
+    run trained again is measured too, its record marked `retrained` (retraining_of)."""
     for name, folder in manifest_runs(experiments, args):
         path = os.path.join(folder, file)
         if os.path.exists(path) and not args.force:
@@ -286,7 +312,12 @@ def measure_done_runs(experiments, args, log, file, measure, current=lambda reco
         if not os.path.exists(os.path.join(checkpoint, "DONE")):
             log(f"{name}: no checkpoint {checkpoint} (re-create the run from its recipe to measure it)")
             continue
-        measure(name, checkpoint, args, log)
+        retrained = retraining_of(name, folder, best, args)
+        if retrained:
+            log(f"{name}: {checkpoint} is of a run trained again (validation perplexity "
+                f"{retrained['checkpoint_valid_ppl']} at update {best}, published {retrained['published_valid_ppl']}): "
+                "measured and marked as such")
+        measure(name, checkpoint, args, log, retrained)
 
 
 def verify_run(name, args, log):
@@ -552,7 +583,7 @@ def word_order_table(runs):
                 measured.append((name, json.load(f)))
     if not measured:
         return ""
-    rows = "".join(f"| {name} | {w['checkpoint']} | {fmt(w['perplexity'])} | {fmt(w['shuffled_perplexity'])} | "
+    rows = "".join(f"| {name} | {checkpoint_cell(w)} | {fmt(w['perplexity'])} | {fmt(w['shuffled_perplexity'])} | "
                    f"{fmt(w['ratio'], 3)} | {fmt(w['accuracy'], 3)} | {fmt(w['shuffled_accuracy'], 3)} |\n"
                    for name, w in measured)
     return ("\n## Word order\n\nTest perplexity of each run's best checkpoint with the words of every sentence "
@@ -560,7 +591,7 @@ def word_order_table(runs):
             "the ordered text's. A ratio near 1 means the model predicts from which words occur together, not from "
             "their order; a model that reads order scores far worse on shuffled text (the test "
             "`learning.word_order`: 800× on a corpus of word pairs). Runs whose checkpoints were gone before this "
-            "measurement existed are missing.\n\n"
+            "measurement existed are missing" + RETRAINED_NOTE + ".\n\n"
             "| run | checkpoint | test ppl | words shuffled | ratio | masked acc. | shuffled acc. |\n"
             "|---|---|---|---|---|---|---|\n" + rows + context_table(measured))
 
@@ -580,7 +611,7 @@ def same_targets_table(runs):
     if not measured:
         return ""
     measured.sort(key=lambda m: (m[1]["targets_digest"], m[1]["seq_len"], m[0]))
-    rows = "".join(f"| {name} | {m['seq_len']} | {m['checkpoint']} | {m['masked']:,} | `{m['targets_digest']}` | "
+    rows = "".join(f"| {name} | {m['seq_len']} | {checkpoint_cell(m)} | {m['masked']:,} | `{m['targets_digest']}` | "
                    f"{fmt(m['perplexity'])} | {fmt(m.get('unigram_perplexity'))} | "
                    f"{fmt(m['perplexity'] / m['unigram_perplexity'], 3) if m.get('unigram_perplexity') else '–'} | "
                    f"{fmt(m['accuracy'], 3)} |\n" for name, m in measured)
@@ -588,9 +619,23 @@ def same_targets_table(runs):
             "token's mask drawn from its place in the split's token stream (`linformer eval --same-targets`), not "
             "from its place in a block of n: runs with one digest scored exactly the same masked tokens, so their "
             "perplexities compare across n (the validations of the training logs do not). Runs whose checkpoints "
-            "were gone before this measurement existed are missing.\n\n"
+            "were gone before this measurement existed are missing" + RETRAINED_NOTE + ".\n\n"
             "| run | n | checkpoint | masked | targets digest | valid ppl | unigram | × unigram | masked acc. |\n"
             "|---|---|---|---|---|---|---|---|---|\n" + rows)
+
+
+RETRAINED_NOTE = ("; \"retrained\" marks a checkpoint of the run trained again from its recipe (another machine, "
+                  "binary or thread count): close to the published weights, not them, with the validation perplexity "
+                  "it logged at the best update beside the published run's")
+
+
+def checkpoint_cell(record):
+    """The measured checkpoint, marked when it is of a run trained again (retraining_of)."""
+    r = record.get("retrained")
+    if not r:
+        return record["checkpoint"]
+    return (f"{record['checkpoint']} (retrained: {fmt(r.get('checkpoint_valid_ppl'))} against "
+            f"{fmt(r.get('published_valid_ppl'))})")
 
 
 def context_table(measured):

@@ -173,6 +173,38 @@ class RunExperiments(unittest.TestCase):
         with open(order_file) as f:
             self.assertEqual(json.load(f)["ratio"], order["ratio"])
         os.remove(order_file)
+
+        # A checkpoint of the run trained again (here: its log altered at the best update) is
+        # measured and marked as not the published weights, in its record and in the table.
+        same_file = os.path.join(self.results, "runs", "tiny", "same_targets.json")
+        with open(same_file) as f:
+            self.assertNotIn("retrained", json.load(f))
+        with open(os.path.join(self.results, "runs", "tiny", "run.json")) as f:
+            best = json.load(f)["best_update"]
+
+        def valid_rows(path):
+            with open(path) as f:
+                return [json.loads(line) for line in f if line.strip()]
+        published = next(r["perplexity"] for r in valid_rows(os.path.join(self.results, "runs", "tiny", "metrics.jsonl"))
+                         if r["kind"] == "valid" and r["update"] == best)
+        log = os.path.join(self.runs, "tiny", "metrics.jsonl")
+        rows = valid_rows(log)
+        for row in rows:
+            if row["kind"] == "valid" and row["update"] == best:
+                row["perplexity"] = again = published * 1.5
+        with open(log, "w") as f:
+            f.write("".join(json.dumps(row) + "\n" for row in rows))
+        os.remove(same_file)
+        r = self.run_script("--same-targets", "tiny_k")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("tiny: ", r.stdout)
+        self.assertIn("measured and marked as such", r.stdout)
+        with open(same_file) as f:
+            record = json.load(f)
+        self.assertEqual(record["retrained"], {"published_valid_ppl": published, "checkpoint_valid_ppl": again})
+        with open(os.path.join(self.results, "README.md")) as f:
+            self.assertIn(f"| tiny | 64 | {record['checkpoint']} (retrained: {again:,.1f} against {published:,.1f}) |",
+                          f.read())
         shutil.rmtree(os.path.join(self.runs, "tiny", "checkpoints"))
         r = self.run_script("--word-order", "tiny_k")
         self.assertEqual(r.returncode, 0, r.stderr)
