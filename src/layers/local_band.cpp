@@ -31,17 +31,30 @@ void add_scaled(float weight, const float* x, float* out, int64_t D) {
   for (int64_t d = 0; d < D; ++d) out[d] += weight * x[d];
 }
 
-// Head (b, h) of a per-head view set to 0 at every position.
-void zero_head(const TensorView<float>& x, int64_t b, int64_t h) {
-  for (int64_t t = 0; t < x.size(2); ++t) std::fill_n(head_row(x, b, h, t), x.size(3), 0.0f);
-}
-
 // The slots [first, last) of a query at position t whose key j = t + s − w lies in [0, end).
 struct Slots {
   int64_t first, last;
 };
-Slots slots_within(int64_t t, int64_t w, int64_t end) {
-  return {std::max<int64_t>(0, w - t), std::min(2 * w + 1, end - t + w)};
+
+// visit(b, h, r, t, keys, row) for every query row r (at position t) of every head (b, h), row its
+// index in the (B, H, Tq, W) band and keys the slots whose key lies in [0, lengths_b) (T without
+// lengths). Each head by one thread, so a head's scatter into dK or dV needs no atomics: `zeroed`
+// (per head, (B, H, T, D)), if given, is set to 0 at every position first.
+template <class Visit>
+void for_each_query_row(const BandRows& rows, int64_t B, int64_t H, int64_t w, const int32_t* lengths,
+                        const TensorView<float>& zeroed, Visit visit) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      if (zeroed.data())
+        for (int64_t t = 0; t < rows.T; ++t) std::fill_n(head_row(zeroed, b, h, t), zeroed.size(3), 0.0f);
+      const int64_t end = lengths ? lengths[b] : rows.T;
+      for (int64_t r = 0; r < rows.Tq; ++r) {
+        const int64_t t = rows.position(b, r);
+        const Slots keys{std::max<int64_t>(0, w - t), std::min(2 * w + 1, end - t + w)};
+        visit(b, h, r, t, keys, (b * H + h) * rows.Tq + r);
+      }
+    }
 }
 
 constexpr float kNone = -std::numeric_limits<float>::infinity();  // a slot with no key
@@ -61,19 +74,13 @@ void LocalBand::scores(const BatchGeometry& g, const BandRows& rows, TensorView<
            q.size(2), k.size(2), rows.Tq, rows.T);
   LF_CHECK(band.is_contiguous() && band.size(2) == rows.Tq && band.size(3) == W,
            "local band: scores must be (B, H, Tq, {}) dense", W);
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h) {
-      const int64_t length = g.lengths ? g.lengths[b] : rows.T;
-      for (int64_t r = 0; r < rows.Tq; ++r) {
-        const int64_t t = rows.position(b, r);
-        const Slots keys = slots_within(t, w_, length);
-        float* out = band.data() + ((b * H + h) * rows.Tq + r) * W;
+  for_each_query_row(
+      rows, B, H, w_, g.lengths, {}, [&](int64_t b, int64_t h, int64_t r, int64_t t, Slots keys, int64_t row) {
+        float* out = band.data() + row * W;
         const float* qr = head_row(q, b, h, r);
         for (int64_t s = 0; s < W; ++s)
           out[s] = (s >= keys.first && s < keys.last) ? dot(qr, head_row(k, b, h, t + s - w_), D) : kNone;
-      }
-    }
+      });
 }
 
 void LocalBand::softmax_forward(float* probs, int64_t S, float* band, int64_t W, int64_t rows, float scale) {
@@ -103,41 +110,32 @@ void LocalBand::context_forward(const BandRows& rows, TensorView<const float> ba
                                 TensorView<float> ctx) const {
   check_heads(v, "values");
   const int64_t B = v.size(0), H = v.size(1), D = v.size(3), W = width();
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t r = 0; r < rows.Tq; ++r) {
-        const int64_t t = rows.position(b, r);
-        const Slots keys = slots_within(t, w_, rows.T);
-        const float* p = band_probs.data() + ((b * H + h) * rows.Tq + r) * W;
-        float* out = head_row(ctx, b, h, r);
-        for (int64_t s = keys.first; s < keys.last; ++s) add_scaled(p[s], head_row(v, b, h, t + s - w_), out, D);
-      }
+  for_each_query_row(rows, B, H, w_, nullptr, {},
+                     [&](int64_t b, int64_t h, int64_t r, int64_t t, Slots keys, int64_t row) {
+                       const float* p = band_probs.data() + row * W;
+                       float* out = head_row(ctx, b, h, r);
+                       for (int64_t s = keys.first; s < keys.last; ++s)
+                         add_scaled(p[s], head_row(v, b, h, t + s - w_), out, D);
+                     });
 }
 
-// dK and dV are scattered from the query rows that read them: each (b, h) by one thread, so the
-// scatter needs no atomics, and the same code serves every row and the last block's masked rows.
+// dK and dV are scattered from the query rows that read them (for_each_query_row: a head per
+// thread): the same code serves every row and the last block's masked rows.
 void LocalBand::context_backward(const BandRows& rows, TensorView<const float> band_probs, TensorView<const float> v,
                                  TensorView<const float> d_ctx, TensorView<float> d_band, TensorView<float> d_v) const {
   const int64_t B = v.size(0), H = v.size(1), D = v.size(3), W = width();
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h) {
-      zero_head(d_v, b, h);
-      for (int64_t r = 0; r < rows.Tq; ++r) {
-        const int64_t t = rows.position(b, r);
-        const Slots keys = slots_within(t, w_, rows.T);
-        const float* p = band_probs.data() + ((b * H + h) * rows.Tq + r) * W;
-        float* db = d_band.data() + ((b * H + h) * rows.Tq + r) * W;
-        const float* dc = head_row(d_ctx, b, h, r);
-        std::fill(db, db + W, 0.0f);
-        for (int64_t s = keys.first; s < keys.last; ++s) {
-          const int64_t j = t + s - w_;
-          db[s] = dot(dc, head_row(v, b, h, j), D);
-          add_scaled(p[s], dc, head_row(d_v, b, h, j), D);
-        }
-      }
-    }
+  for_each_query_row(rows, B, H, w_, nullptr, d_v,
+                     [&](int64_t b, int64_t h, int64_t r, int64_t t, Slots keys, int64_t row) {
+                       const float* p = band_probs.data() + row * W;
+                       float* db = d_band.data() + row * W;
+                       const float* dc = head_row(d_ctx, b, h, r);
+                       std::fill(db, db + W, 0.0f);
+                       for (int64_t s = keys.first; s < keys.last; ++s) {
+                         const int64_t j = t + s - w_;
+                         db[s] = dot(dc, head_row(v, b, h, j), D);
+                         add_scaled(p[s], dc, head_row(d_v, b, h, j), D);
+                       }
+                     });
 }
 
 void LocalBand::softmax_backward(float* d_probs, const float* probs, int64_t S, float* d_band, const float* band_probs,
@@ -164,23 +162,17 @@ void LocalBand::softmax_backward(float* d_probs, const float* probs, int64_t S, 
 void LocalBand::scores_backward(const BandRows& rows, TensorView<const float> d_band, TensorView<const float> q,
                                 TensorView<const float> k, TensorView<float> d_q, TensorView<float> d_k) const {
   const int64_t B = k.size(0), H = k.size(1), D = k.size(3), W = width();
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h) {
-      zero_head(d_k, b, h);
-      for (int64_t r = 0; r < rows.Tq; ++r) {
-        const int64_t t = rows.position(b, r);
-        const Slots keys = slots_within(t, w_, rows.T);
-        const float* db = d_band.data() + ((b * H + h) * rows.Tq + r) * W;
-        const float* qr = head_row(q, b, h, r);
-        float* dq = head_row(d_q, b, h, r);
-        for (int64_t s = keys.first; s < keys.last; ++s) {
-          const int64_t j = t + s - w_;
-          add_scaled(db[s], head_row(k, b, h, j), dq, D);
-          add_scaled(db[s], qr, head_row(d_k, b, h, j), D);
-        }
-      }
-    }
+  for_each_query_row(rows, B, H, w_, nullptr, d_k,
+                     [&](int64_t b, int64_t h, int64_t r, int64_t t, Slots keys, int64_t row) {
+                       const float* db = d_band.data() + row * W;
+                       const float* qr = head_row(q, b, h, r);
+                       float* dq = head_row(d_q, b, h, r);
+                       for (int64_t s = keys.first; s < keys.last; ++s) {
+                         const int64_t j = t + s - w_;
+                         add_scaled(db[s], head_row(k, b, h, j), dq, D);
+                         add_scaled(db[s], qr, head_row(d_k, b, h, j), D);
+                       }
+                     });
 }
 
 }  // namespace linformer
