@@ -92,12 +92,22 @@ class Report(unittest.TestCase):
 
     def test_an_encoder_pretrained_twice_is_named(self):
         # lin's seed 3 read a checkpoint pretrained again (another final validation perplexity);
-        # same's runs agree, old's predate the field: neither is named.
+        # same's runs agree, old's predate the field (and read the published pretraining): neither
+        # is named; mixed's seed 1 predates the field, its seed 2 read another pretraining than the
+        # published one: named.
         with tempfile.TemporaryDirectory() as tmp:
             manifest = os.path.join(tmp, "m.toml")
             with open(manifest, "w") as f:
-                f.write('[[table]]\nname = "n512"\ntasks = ["a.toml", "b.toml"]\nencoders = ["lin", "same", "old"]\n'
-                        'seeds = [1, 2, 3]\n')
+                f.write('[[table]]\nname = "n512"\ntasks = ["a.toml", "b.toml"]\n'
+                        'encoders = ["lin", "same", "old", "mixed"]\nseeds = [1, 2, 3]\n')
+            published = os.path.join(tmp, "pretraining")
+            for encoder, ppl in (("old", 60.0), ("mixed", 384.375)):
+                os.makedirs(os.path.join(published, encoder))
+                with open(os.path.join(published, encoder, "metrics.jsonl"), "w") as f:
+                    f.write(json.dumps({"kind": "valid", "update": 10, "perplexity": 999.0}) + "\n")
+                    f.write(json.dumps({"kind": "valid", "update": 20, "perplexity": ppl}) + "\n")
+            write_run(os.path.join(tmp, "results"), "a", "mixed", 1, 0.8, 10)
+            write_run(os.path.join(tmp, "results"), "a", "mixed", 2, 0.8, 10, encoder_valid_ppl=250.5)
             results = os.path.join(tmp, "results")
             for seed, ppl in ((1, 45.51), (2, 45.51), (3, 47.125)):
                 write_run(results, "a", "lin", seed, 0.8, 10, encoder_valid_ppl=ppl)
@@ -105,11 +115,10 @@ class Report(unittest.TestCase):
             write_run(results, "a", "same", 1, 0.8, 10, encoder_valid_ppl=50.0)
             write_run(results, "b", "same", 1, 0.8, 10, encoder_valid_ppl=50.0)
             write_run(results, "a", "old", 1, 0.8, 10)
-            fe.report(lambda m: None, manifest, results)
+            fe.report(lambda m: None, manifest, results, published)
             with open(os.path.join(results, "README.md")) as f:
                 text = f.read()
-            self.assertIn("read more than one pretraining (the final validation perplexities their run.json record): "
-                          "lin (45.51, 47.12).", text)
+            self.assertIn("`results/brown/runs/<encoder>/`): lin (45.51, 47.12); mixed (250.50, 384.38).", text)
             self.assertNotIn("same (", text)
             self.assertNotIn("old (", text)
 
