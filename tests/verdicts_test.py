@@ -494,10 +494,24 @@ class CitedNumbers(unittest.TestCase):
             same = json.load(f)["perplexity"]
         self.cited(f"ends at **{k1['valid_ppl']:.1f} (test {k1['test_ppl']:.1f}; shuffled words "
                    f"{k1['test_shuffled_ratio']:.2f}×; {same:.1f} on the same targets)**")
-        self.cited(f"With one compressed key instead of 64 the band model ends at {k1['valid_ppl']:.1f} (one seed")
+        name8 = "linformer_n512_k8_band4_long_sinusoidal_warmup128"
+        k8 = self.v["runs"][name8]
+        with open(os.path.join(ROOT, "results", "brown", "runs", name8, "same_targets.json")) as f:
+            same8 = json.load(f)["perplexity"]
+        self.cited(f"with eight at **{k8['valid_ppl']:.1f} (test {k8['test_ppl']:.1f}; shuffled words "
+                   f"{k8['test_shuffled_ratio']:.2f}×; {same8:.1f} on the same targets)**")
+        self.cited(f"keys instead of 64 the band model ends at {k1['valid_ppl']:.1f} and {k8['valid_ppl']:.1f} (one "
+                   "seed each")
         band = next(c for c in self.v["claims"] if c["experiment"] == "band_n512_warmup")
         model = band["models"]["linformer_n512_k64_band4_long_sinusoidal_warmup128"]
         self.cited(f"level with k = 64's {model['mean']:.1f} ± {model['sd']:.1f} over three seeds")
+        # The ordered claim's two steps, their intervals and outcome, as verdicts.json has them.
+        keys = next(c for c in self.v["claims"] if c["experiment"] == "band_keys_n512_warmup")
+        check = keys["checks"][0]
+        self.assertEqual(check["outcome"], "cannot tell at this noise")
+        steps = [verdicts.ratio_text(*step) for step in check["log_ratios"]]
+        self.cited(f"k = 1 → 8 **{steps[0]}**, k = 8 → 64 **{steps[1]}** (σ "
+                   f"{100 * (math.exp(keys['noise']['sigma']) - 1):.1f}%, the band's three seeds, df {keys['noise']['df']})")
 
     def test_the_band_numbers_are_the_files(self):
         name = "linformer_n512_k64_band4_long_sinusoidal_warmup128"
