@@ -128,6 +128,7 @@ def final_valid_ppl(run_dir):
 def run(args, log):
     manifest = read_manifest()
     check_selection(args, manifest)
+    check_task_data(args, manifest)
     recipes = pretraining_recipes({e for m in manifest for e in m["encoders"]})
     machine = machine_description(args.binary)
     for m in manifest:
@@ -144,6 +145,32 @@ def check_selection(args, manifest):
             if value not in names:
                 raise SystemExit(f"finetune_experiments: --{option} {value}: not in {MANIFEST}; it lists "
                                  + ", ".join(str(n) for n in sorted(names)))
+
+
+def finetune_files(recipe):
+    """The [finetune] train, valid and test files a task recipe names, its `base` chain followed."""
+    files, path = {}, recipe
+    while path:
+        with open(path, "rb") as f:
+            r = tomllib.load(f)
+        for key, file in r.get("finetune", {}).items():
+            if key in ("train", "valid", "test"):
+                files.setdefault(key, file)
+        path = os.path.join(os.path.dirname(path), r["base"]) if "base" in r else None
+    return files
+
+
+def check_task_data(args, manifest):
+    """Every selected task's labelled data must be there before an encoder is pretrained for it
+    (30-57 minutes each): a missing file stops the run at once, naming how to make it."""
+    for recipe in sorted({t for m in manifest for t in m["tasks"]}):
+        if args.task and task_name(recipe) not in args.task:
+            continue
+        path = os.path.join(ROOT, "recipes", "finetune", recipe)
+        for key, file in finetune_files(path).items():
+            if not os.path.exists(os.path.join(ROOT, file)):
+                raise SystemExit(f"finetune_experiments: {os.path.relpath(path, ROOT)}: finetune.{key} = '{file}' does "
+                                 "not exist (scripts/get_classification_data.sh makes data/finetune/)")
 
 
 def run_table(m, args, recipes, machine, log):

@@ -165,6 +165,34 @@ class Selection(unittest.TestCase):
             self.assertIn(f"it lists {listed}", str(refused.exception))
         fe.check_selection(fe.argparse.Namespace(task=["spam"], encoder=["none"], seed=[2]), manifest)
 
+    def test_missing_task_data_is_refused_before_any_pretraining(self):
+        # a_long.toml takes a.toml's valid and test files through `base`.
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = os.path.join(tmp, "recipes", "finetune")
+            os.makedirs(folder)
+            with open(os.path.join(folder, "a.toml"), "w") as f:
+                f.write('[finetune]\ntrain = "data/a/train.jsonl"\nvalid = "data/a/valid.jsonl"\n'
+                        'test = "data/a/test.jsonl"\n')
+            with open(os.path.join(folder, "a_long.toml"), "w") as f:
+                f.write('base = "a.toml"\n[finetune]\ntrain = "data/b/train.jsonl"\n')
+            for name in ("a/train", "a/valid", "a/test", "b/train"):
+                os.makedirs(os.path.join(tmp, "data", os.path.dirname(name)), exist_ok=True)
+                open(os.path.join(tmp, "data", name + ".jsonl"), "w").close()
+            manifest = [{"name": "t", "tasks": ["a.toml", "a_long.toml"], "encoders": ["none"], "seeds": [1]}]
+            args = fe.argparse.Namespace(task=None, encoder=None, seed=None)
+            saved, fe.ROOT = fe.ROOT, tmp
+            try:
+                fe.check_task_data(args, manifest)  # every file there
+                os.remove(os.path.join(tmp, "data", "a", "test.jsonl"))
+                for task, recipe in ((None, "a.toml"), (["a_long"], "a_long.toml")):
+                    args.task = task
+                    with self.assertRaises(SystemExit) as refused:
+                        fe.check_task_data(args, manifest)
+                    self.assertIn(f"recipes/finetune/{recipe}: finetune.test = 'data/a/test.jsonl' does not exist "
+                                  "(scripts/get_classification_data.sh", str(refused.exception))
+            finally:
+                fe.ROOT = saved
+
 
 class Encoders(unittest.TestCase):
     def test_an_encoders_final_validation_is_its_last_valid_row(self):
