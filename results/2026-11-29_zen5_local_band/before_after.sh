@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The band recipe with the binary before its loops were vectorised (BEFORE, the build of 4b1b11e)
-# and after (build/linformer), alternating, fp32, on an idle machine: before_after.txt.
-# Usage: BEFORE=/path/to/linformer_4b1b11e results/2026-11-29_zen5_local_band/before_after.sh
+# The band recipe with an earlier binary (BEFORE) and build/linformer, alternating, fp32, on an idle
+# machine, into OUTPUT (default before_after.txt: BEFORE the build of 4b1b11e, before the band's
+# loops were vectorised; rows_before_after.txt: BEFORE the build of 7d288a3, whose band's last
+# block still computed every row).
+# Usage: [OUTPUT=NAME] BEFORE=/path/to/linformer results/2026-11-29_zen5_local_band/before_after.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=results/2026-11-29_zen5_local_band
@@ -11,4 +13,4 @@ for round in $(seq "${ROUNDS:-5}"); do
     echo "round $round $($binary --version | head -1): $("$binary" bench train --recipe "$recipe" \
       --set train.precision=fp32 --steps 8 | grep -E '^throughput|own loops' | tr -s ' ' | tr '\n' ' ')"
   done
-done | tee "$out/before_after.txt"
+done | tee "$out/${OUTPUT:-before_after.txt}"

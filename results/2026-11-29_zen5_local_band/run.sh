@@ -5,11 +5,12 @@
 # k_n512_warmup) and with full attention (the Transformer of the same shape), fp32 (the band runs
 # in fp32 only), `bench train` on synthetic batches of the recipe's shape, alternating the three in
 # each round, on an idle machine. Writes LABEL/ (before: the binary of 4b1b11e; after: with the
-# band's loops vectorised), medians over the rounds in LABEL/summary.txt.
+# band's loops vectorised; rows: with the band's last block on the masked rows only), medians over
+# the rounds in LABEL/summary.txt.
 # Usage: results/2026-11-29_zen5_local_band/run.sh LABEL   (runs build/linformer)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=results/2026-11-29_zen5_local_band/${1:?usage: run.sh LABEL (before or after)}
+out=results/2026-11-29_zen5_local_band/${1:?usage: run.sh LABEL (before, after or rows)}
 mkdir -p "$out"
 recipe=recipes/brown/warmup/linformer_n512_k64_band4_long_sinusoidal_warmup128.toml
 scripts/machine_info.sh > "$out/machine.txt"
