@@ -480,12 +480,15 @@ class CitedNumbers(unittest.TestCase):
 
     def test_the_band_cost_numbers_are_the_files(self):
         ratios = {}
-        for label in ("after", "before"):
+        for label in ("rows", "after", "before"):
             with open(os.path.join(ROOT, "results", "2026-11-29_zen5_local_band", label, "summary.txt")) as f:
                 line = f.read().splitlines()[-1]  # "band / plain tokens/s: 0.680; band / full: 1.128"
             ratios[label] = [part.split(": ")[1] for part in line.split("; ")]
-        self.cited(f"{ratios['after'][0]}× the plain Linformer's tokens/s and {ratios['after'][1]}× full attention's")
-        self.cited(f"({ratios['before'][0]}× and {ratios['before'][1]}× before;")
+        self.cited(f"{ratios['rows'][0]}× the plain Linformer's tokens/s and {ratios['rows'][1]}× full attention's")
+        self.cited(f"({ratios['after'][0]}× and {ratios['after'][1]}× with every row of the last block; "
+                   f"{ratios['before'][0]}× and {ratios['before'][1]}× before both;")
+        self.cited(f"an update runs at {float(ratios['rows'][0]):.2f}× the plain Linformer's tokens/s, "
+                   f"{float(ratios['rows'][1]):.2f}× full attention's")
 
     def test_the_band_keys_numbers_are_the_files(self):
         name = "linformer_n512_k1_band4_long_sinusoidal_warmup128"
@@ -586,6 +589,27 @@ class CitedNumbers(unittest.TestCase):
         self.assertIn("| linformer_n512_k128_local_long_sinusoidal_warmup128 | 2 of 2 | 3 | 62.3 | 63.6 | -1.3 [-3.7, +1.0] |",
                       report)
         self.cited("−3.7 to +1.0, \"cannot tell at this noise\"")
+
+    def test_the_k64_fine_tuning_seeds_are_the_files(self):
+        encoder = "linformer_n512_k64_long_sinusoidal_warmup128"
+        ft = {t: [100 * self.v["finetune"][f"{t}/{encoder}_s{s}"][2] for s in (1, 2, 3)]
+              for t in ("brown_genres_15", "spam")}
+        per_seed = [(g + s) / 2 for g, s in zip(ft["brown_genres_15"], ft["spam"])]
+        mean = sum(per_seed) / 3
+        reference = sum(100 * self.v["finetune"][f"{t}/transformer_n512_long_sinusoidal_warmup128_s{s}"][2]
+                        for t in ("brown_genres_15", "spam") for s in (1, 2, 3)) / 6
+        self.cited(f"| 384.4 | {', '.join(f'{a:.1f}' for a in ft['brown_genres_15'])} | "
+                   f"{', '.join(f'{a:.1f}' for a in ft['spam'])} | {mean:.1f} | −{reference - mean:.1f} |")
+        self.cited(f"k = 64's over its three fine-tuning seeds ({', '.join(f'{m:.1f}' for m in per_seed)}; seeds 2 and 3 "
+                   f"on its pretraining done again on a Zen 5, 384.6 against the published 384.4)")
+        with open(os.path.join(ROOT, "results", "finetune", "README.md")) as f:
+            report = f.read()
+        self.assertIn(f"| {encoder} | 2 of 2 | 3 | {mean:.1f} | {reference:.1f} | -0.8 [-3.1, +1.5] |", report)
+        self.assertIn("σ = 1.02 points (df 4)", report)
+        self.assertIn(f"{encoder} (384.41, 384.59)", report)  # the two pretrainings, named
+        self.cited("pooled, σ = 1.02 points (df 4)")
+        self.cited("with k = 64's three −0.8 [−3.1, +1.5]")
+
 
 if __name__ == "__main__":
     unittest.main()
