@@ -590,25 +590,31 @@ class CitedNumbers(unittest.TestCase):
                       report)
         self.cited("−3.7 to +1.0, \"cannot tell at this noise\"")
 
-    def test_the_k64_fine_tuning_seeds_are_the_files(self):
-        encoder = "linformer_n512_k64_long_sinusoidal_warmup128"
-        ft = {t: [100 * self.v["finetune"][f"{t}/{encoder}_s{s}"][2] for s in (1, 2, 3)]
-              for t in ("brown_genres_15", "spam")}
-        per_seed = [(g + s) / 2 for g, s in zip(ft["brown_genres_15"], ft["spam"])]
-        mean = sum(per_seed) / 3
+    def test_the_k64_and_k128_fine_tuning_seeds_are_the_files(self):
         reference = sum(100 * self.v["finetune"][f"{t}/transformer_n512_long_sinusoidal_warmup128_s{s}"][2]
                         for t in ("brown_genres_15", "spam") for s in (1, 2, 3)) / 6
-        self.cited(f"| 384.4 | {', '.join(f'{a:.1f}' for a in ft['brown_genres_15'])} | "
-                   f"{', '.join(f'{a:.1f}' for a in ft['spam'])} | {mean:.1f} | −{reference - mean:.1f} |")
-        self.cited(f"k = 64's over its three fine-tuning seeds ({', '.join(f'{m:.1f}' for m in per_seed)}; seeds 2 and 3 "
-                   f"on its pretraining done again on a Zen 5, 384.6 against the published 384.4)")
         with open(os.path.join(ROOT, "results", "finetune", "README.md")) as f:
             report = f.read()
-        self.assertIn(f"| {encoder} | 2 of 2 | 3 | {mean:.1f} | {reference:.1f} | -0.8 [-3.1, +1.5] |", report)
-        self.assertIn("σ = 1.02 points (df 4)", report)
-        self.assertIn(f"{encoder} (384.41, 384.59)", report)  # the two pretrainings, named
-        self.cited("pooled, σ = 1.02 points (df 4)")
-        self.cited("with k = 64's three −0.8 [−3.1, +1.5]")
+        self.assertIn("σ = 0.84 points (df 6)", report)
+        self.cited("pooled, σ = 0.84 points (df 6)")
+        for k, published, again, interval in ((64, "384.4", "384.6", "−0.8 [−2.5, +0.8]"),
+                                              (128, "261.7", "220.9", "−1.6 [−3.3, +0.1]")):
+            encoder = f"linformer_n512_k{k}_long_sinusoidal_warmup128"
+            ft = {t: [100 * self.v["finetune"][f"{t}/{encoder}_s{s}"][2] for s in (1, 2, 3)]
+                  for t in ("brown_genres_15", "spam")}
+            per_seed = [(g + s) / 2 for g, s in zip(ft["brown_genres_15"], ft["spam"])]
+            mean = sum(per_seed) / 3
+            self.cited(f"| {published} | {', '.join(f'{a:.1f}' for a in ft['brown_genres_15'])} | "
+                       f"{', '.join(f'{a:.1f}' for a in ft['spam'])} | {mean:.1f} | −{reference - mean:.1f} |")
+            self.cited(f"k = {k}'s{' over its three fine-tuning seeds' if k == 64 else ''} "
+                       f"({', '.join(f'{m:.1f}' for m in per_seed)}; seeds 2 and 3 on its pretraining done again"
+                       f"{' on a Zen 5' if k == 64 else ''}, {again} against the published {published}")
+            self.assertIn(f"| {encoder} | 2 of 2 | 3 | {mean:.1f} | {reference:.1f} | "
+                          f"{interval.replace('−', '-').replace(' [', ' [')} |", report)
+            self.cited(f"k = {k} {interval}")
+            # the two pretrainings, named in the report
+            twice = next(line for line in report.splitlines() if "read more than one pretraining" in line)
+            self.assertIn(f"{encoder} (", twice)
 
 
 if __name__ == "__main__":
