@@ -491,18 +491,15 @@ class CitedNumbers(unittest.TestCase):
                    f"{float(ratios['rows'][1]):.2f}× full attention's")
 
     def test_the_band_keys_numbers_are_the_files(self):
-        name = "linformer_n512_k1_band4_long_sinusoidal_warmup128"
-        k1 = self.v["runs"][name]
-        with open(os.path.join(ROOT, "results", "brown", "runs", name, "same_targets.json")) as f:
-            same = json.load(f)["perplexity"]
-        self.cited(f"ends at **{k1['valid_ppl']:.1f} (test {k1['test_ppl']:.1f}; shuffled words "
-                   f"{k1['test_shuffled_ratio']:.2f}×; {same:.1f} on the same targets)**")
-        name8 = "linformer_n512_k8_band4_long_sinusoidal_warmup128"
-        k8 = self.v["runs"][name8]
-        with open(os.path.join(ROOT, "results", "brown", "runs", name8, "same_targets.json")) as f:
-            same8 = json.load(f)["perplexity"]
-        self.cited(f"with eight at **{k8['valid_ppl']:.1f} (test {k8['test_ppl']:.1f}; shuffled words "
-                   f"{k8['test_shuffled_ratio']:.2f}×; {same8:.1f} on the same targets)**")
+        runs = {}
+        for k, lead in ((1, "ends at"), (8, "with eight at")):
+            name = f"linformer_n512_k{k}_band4_long_sinusoidal_warmup128"
+            runs[k] = run = self.v["runs"][name]
+            with open(os.path.join(ROOT, "results", "brown", "runs", name, "same_targets.json")) as f:
+                same = json.load(f)["perplexity"]
+            self.cited(f"{lead} **{run['valid_ppl']:.1f} (test {run['test_ppl']:.1f}; shuffled words "
+                       f"{run['test_shuffled_ratio']:.2f}×; {same:.1f} on the same targets)**")
+        k1, k8 = runs[1], runs[8]
         self.cited(f"keys instead of 64 the band model ends at {k1['valid_ppl']:.1f} and {k8['valid_ppl']:.1f} (one "
                    "seed each")
         band = next(c for c in self.v["claims"] if c["experiment"] == "band_n512_warmup")
