@@ -279,9 +279,8 @@ def valid_ppl_at(metrics_jsonl, update):
     """The validation perplexity a run's metrics.jsonl logged at `update`; None without one."""
     if not os.path.exists(metrics_jsonl):
         return None
-    with open(metrics_jsonl) as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    return next((r["perplexity"] for r in rows if r.get("kind") == "valid" and r.get("update") == update), None)
+    return next((r["perplexity"] for r in read_jsonl(metrics_jsonl) if r.get("kind") == "valid"
+                 and r.get("update") == update), None)
 
 
 def retraining_of(name, folder, best, args):
