@@ -103,8 +103,14 @@ def pretrained(encoder, recipes, binary, log):
         return RANDOM if encoder == RANDOM else run_dir
     recipe = recipes[encoder]
     log(f"{encoder}: no checkpoint in {run_dir}; pretraining it from {os.path.relpath(recipe, ROOT)}")
-    subprocess.run([binary, "prepare", "--recipe", recipe], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([binary, "train", "--recipe", recipe, "--run-dir", run_dir, "--resume", "auto"], check=True)
+    steps = (["prepare", "--recipe", recipe], ["train", "--recipe", recipe, "--run-dir", run_dir, "--resume", "auto"])
+    for step in steps:
+        # prepare's output is the shards' summary; its errors (e.g. another process preparing) go to stderr.
+        r = subprocess.run([binary] + step, stdout=subprocess.DEVNULL if step[0] == "prepare" else None)
+        if r.returncode != 0:
+            raise SystemExit(f"finetune_experiments: {encoder}: linformer {step[0]} --recipe "
+                             f"{os.path.relpath(recipe, ROOT)} exited with {r.returncode} (its error is above); "
+                             "run this command again once it is fixed: it resumes")
     again = final_valid_ppl(run_dir)
     published = final_valid_ppl(os.path.join(ROOT, "results", "brown", "runs", encoder))
     if published is not None:

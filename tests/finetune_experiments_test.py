@@ -214,6 +214,26 @@ class Encoders(unittest.TestCase):
         self.assertTrue(recipes["linformer_n512_k64_long_sinusoidal_warmup128"].endswith(
             os.path.join("recipes", "brown", "warmup", "linformer_n512_k64_long_sinusoidal_warmup128.toml")))
 
+    def test_a_failed_pretraining_step_stops_naming_it_without_a_traceback(self):
+        # The binary fails `prepare` (as when another process holds the prepared data's lock):
+        # one line naming the encoder, step and recipe, and `train` never starts.
+        with tempfile.TemporaryDirectory() as tmp:
+            binary, calls = os.path.join(tmp, "linformer"), os.path.join(tmp, "calls")
+            with open(binary, "w") as f:
+                f.write(f'#!/bin/sh\necho "$1" >> {calls}\n[ "$1" = prepare ] && exit 3\nexit 0\n')
+            os.chmod(binary, 0o755)
+            recipe = os.path.join(fe.ROOT, "recipes", "brown", "transformer_n512.toml")
+            saved, fe.ROOT = fe.ROOT, tmp
+            try:
+                with self.assertRaises(SystemExit) as stopped:
+                    fe.pretrained("transformer_n512", {"transformer_n512": recipe}, binary, lambda line: None)
+            finally:
+                fe.ROOT = saved
+            self.assertIn("transformer_n512: linformer prepare --recipe", str(stopped.exception))
+            self.assertIn("exited with 3", str(stopped.exception))
+            with open(calls) as f:
+                self.assertEqual(f.read().split(), ["prepare"])
+
     def test_an_encoder_with_no_pretraining_run_is_refused_naming_it(self):
         with self.assertRaises(SystemExit) as refused:
             fe.pretraining_recipes({"transformer_n512", "linformer_n512_k65", fe.RANDOM})
