@@ -46,6 +46,15 @@ Outcomes (the old claims' meaning, judged against the noise; band = ±ln(1 + tol
            disagrees; else cannot tell.
 A tolerance is relative (0.02: 2%) or in units of the noise ("3 sd": the band is ±3σ); the table
 gives both, the noise as exp(σ) − 1.
+
+The same targets. Validations at different n mask different tokens, so a claim across n (Figure 3d)
+compares perplexities of different targets. A claim with `same_targets = "<seed_spread experiment>"`
+is judged a second time, the same way, on each run's validation perplexity with every token's mask
+drawn from its place in the split (RESULTS/runs/<run>/same_targets.json, `linformer eval
+--same-targets`, one set of targets whatever n): the seeds are the runs that have that score, and
+the noise is pooled over them and that experiment's scored seeds. A score of a checkpoint trained
+again from the run's recipe (marked `retrained`: another machine, binary or thread count) counts as
+a draw of that recipe, which the table says.
 """
 import argparse
 import json
@@ -82,7 +91,8 @@ def t975(df):
 # ---------------------------------------------------------------------------------------------
 
 LABEL_MAX = 120  # a claim's label: the first cell of the README's summary row
-CLAIM_KEYS = {"paper", "label", "tolerance", "baseline", "on_par", "at_most", "ordered", "equal", "noise"}
+CLAIM_KEYS = {"paper", "label", "tolerance", "baseline", "on_par", "at_most", "ordered", "equal", "noise",
+              "same_targets"}
 PAIRED = ("on_par", "at_most")  # a run judged against `baseline`
 SEED_SUFFIX = re.compile(r"_seed\d+$")
 
@@ -104,8 +114,9 @@ def read_claim(path, experiment, claim, base, names):
     baseline + on_par: on_par's perplexity within `tolerance` of baseline's; baseline + at_most:
     at_most's perplexity at most (1 + `tolerance`) times baseline's; ordered: perplexity
     falls along the list; equal: every pair within `tolerance`; noise: a seed_spread experiment
-    whose seeds lend their noise to single-seed models. Recipes become run names (the model's
-    first seed); each must be one of the experiment's."""
+    whose seeds lend their noise to single-seed models; same_targets: the same checks again on
+    the same-target scores, that seed_spread experiment lending the noise. Recipes become run names
+    (the model's first seed); each must be one of the experiment's."""
     if claim is None:
         return None
     where = f"{path}: [{experiment}.claim]"
@@ -136,20 +147,22 @@ def read_claim(path, experiment, claim, base, names):
         raise ExperimentError(f"{where}: 'baseline' goes with one of 'on_par' and 'at_most'")
     if "at_most" in out and "sd" in out["tolerance"]:
         raise ExperimentError(f"{where}: 'at_most' takes a relative tolerance (1.25x: 0.25), not one in sd")
-    if "noise" in claim:
-        if not isinstance(claim["noise"], str):
-            raise ExperimentError(f"{where}: 'noise' must name a seed_spread experiment")
-        out["noise"] = claim["noise"]
+    for key in ("noise", "same_targets"):
+        if key in claim:
+            if not isinstance(claim[key], str):
+                raise ExperimentError(f"{where}: '{key}' must name a seed_spread experiment")
+            out[key] = claim[key]
     return out
 
 
 def check_noise_references(path, experiments):
-    """Each claim's `noise` names an experiment of the manifest with seed_spread = true."""
+    """Each claim's `noise` and `same_targets` name an experiment of the manifest with seed_spread = true."""
     for name, e in experiments.items():
-        noise = (e["claim"] or {}).get("noise")
-        if noise is not None and not experiments.get(noise, {}).get("seed_spread"):
-            raise ExperimentError(f"{path}: [{name}.claim] noise = '{noise}' is not an experiment of the manifest "
-                                  "with seed_spread = true")
+        for key in ("noise", "same_targets"):
+            noise = (e["claim"] or {}).get(key)
+            if noise is not None and not experiments.get(noise, {}).get("seed_spread"):
+                raise ExperimentError(f"{path}: [{name}.claim] {key} = '{noise}' is not an experiment of the "
+                                      "manifest with seed_spread = true")
 
 
 def claim_runs(claim):
@@ -180,13 +193,34 @@ def final_validation(results, run):
     return valid[-1]
 
 
-def model_stats(model, manifest_runs, results):
-    """Every seed of `model` among the manifest's runs: its runs, declared and done, and the
-    final validation perplexities' mean, sd, and the mean and sd of their logs."""
+def final_perplexity(results, run):
+    last = final_validation(results, run)
+    return last["perplexity"] if last else None
+
+
+def same_target_perplexity(results, run):
+    """RESULTS/runs/<run>/same_targets.json's perplexity; None when the run has no such score."""
+    path = os.path.join(results, "runs", run, "same_targets.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)["perplexity"]
+
+
+def retrained(results, run):
+    """Whether the run's same-target score is of a checkpoint trained again (experiments.py)."""
+    with open(os.path.join(results, "runs", run, "same_targets.json")) as f:
+        return "retrained" in json.load(f)
+
+
+def model_stats(model, manifest_runs, results, score=final_perplexity):
+    """Every seed of `model` among the manifest's runs: its runs, declared and done (with a score),
+    and the scores' mean, sd, and the mean and sd of their logs; the score is the final validation
+    perplexity, or another (same_target_perplexity)."""
     declared = [r for r in manifest_runs if model_of(r) == model]
-    finals = {r: final_validation(results, r) for r in declared}
-    done = [r for r in declared if finals[r] is not None]
-    ppl = [finals[r]["perplexity"] for r in done]
+    scores = {r: score(results, r) for r in declared}
+    done = [r for r in declared if scores[r] is not None]
+    ppl = [scores[r] for r in done]
     logs = [math.log(p) for p in ppl]
     n = len(ppl)
     return {"model": model, "declared": declared, "seeds": done, "n": n, "valid_ppl": ppl,
@@ -328,21 +362,32 @@ def judge(claim, stats, sigma, df):
 
 
 def claim_verdict(experiment, experiments, manifest_runs, results):
-    """An experiment's claim judged against the seed noise: a dict for verdicts.json."""
-    e = experiments[experiment]
-    claim = e["claim"]
-    models = {r: model_stats(model_of(r), manifest_runs, results) for r in claim_runs(claim)}
-    family = claim.get("noise")
+    """An experiment's claim judged against the seed noise: a dict for verdicts.json (and under
+    `same_targets`, judged again on the same-target scores)."""
+    claim = experiments[experiment]["claim"]
+    out = {"experiment": experiment, "paper": claim["paper"], "label": claim.get("label", claim["paper"]),
+           "tolerance": claim["tolerance"],
+           **judged(claim, claim.get("noise"), experiments, manifest_runs, results, final_perplexity)}
+    if "same_targets" in claim:
+        out["same_targets"] = judged(claim, claim["same_targets"], experiments, manifest_runs, results,
+                                     same_target_perplexity)
+        scored = [r for s in out["same_targets"]["models"].values() for r in s["seeds"]]
+        out["same_targets"]["retrained"] = [r for r in scored if retrained(results, r)]
+    return out
+
+
+def judged(claim, family, experiments, manifest_runs, results, score):
+    """{noise, models, checks}: the claim's checks on `score`, the noise pooled with `family`'s seeds."""
+    models = {r: model_stats(model_of(r), manifest_runs, results, score) for r in claim_runs(claim)}
     lenders = {}
     if family:
         for r in experiments[family]["names"]:
-            lenders.setdefault(model_of(r), model_stats(model_of(r), manifest_runs, results))
+            lenders.setdefault(model_of(r), model_stats(model_of(r), manifest_runs, results, score))
     pool = {s["model"]: s for s in [*models.values(), *lenders.values()]}
     sigma, df = pooled_noise(pool.values())
     noise = {"sigma": sigma, "df": df, "relative": math.exp(sigma) - 1 if sigma is not None else None,
              "family": family, "models": sorted(m for m, s in pool.items() if s["n"] >= 2)}
-    out = {"experiment": experiment, "paper": claim["paper"], "label": claim.get("label", claim["paper"]),
-           "tolerance": claim["tolerance"], "noise": noise, "models": models}
+    out = {"noise": noise, "models": models}
     missing = [r for r, s in models.items() if s["n"] == 0]
     if missing:
         out["checks"] = [{"kind": "missing", "check": "–", "outcome": MISSING, "runs": missing,
@@ -370,11 +415,22 @@ VERDICT_HEADER = ("| claim (paper) | check | measured: final validation perplexi
 
 
 def claim_rows(verdict, link=True):
-    """The markdown rows of one claim's verdict."""
+    """The markdown rows of one claim's verdict, then those on the same targets."""
     e = verdict["experiment"]
     paper = verdict["paper"] + (f" ([{e}]({e}/))" if link else "")
+    same = verdict.get("same_targets")
+    checks = verdict["checks"] + [{**c, "check": "on the same targets: " + c["check"],
+                                   "measured": c["measured"] + (retrained_note(same) if c["kind"] != "missing" else "")}
+                                  for c in (same or {}).get("checks", [])]
     return "".join(f"| {paper if i == 0 else ''} | {c['check']} | {c['measured']} | {c['outcome']} |\n"
-                   for i, c in enumerate(verdict["checks"]))
+                   for i, c in enumerate(checks))
+
+
+def retrained_note(same):
+    """How many same-target scores are of checkpoints trained again (the same-target table names them)."""
+    scored = sum(s["n"] for s in same["models"].values())
+    again = len(same.get("retrained", []))
+    return f"; {again} of {scored} scores of checkpoints trained again" if again else ""
 
 
 def seed_spread(experiment, e, results):
@@ -492,7 +548,16 @@ def mean_text(s):
 
 def summary_measured(v, brief=False):
     """A claim's headline numbers: the ordered chain, the on-par ratio, the equal ones' extremes;
-    brief: the chain's ends and the number of equal ones only, when the lists make it too long."""
+    brief: the chain's ends and the number of equal ones only, when the lists make it too long.
+    Then, for a claim judged on the same targets too, the same from those scores."""
+    text = headline(v, brief)
+    if "same_targets" in v:
+        text += "; on the same targets: " + headline(v["same_targets"], brief)
+    return summary_measured(v, brief=True) if len(text) > CELL_MAX and not brief else text
+
+
+def headline(v, brief):
+    """summary_measured's numbers of one judgement ({noise, models, checks})."""
     models, noise = v["models"], v["noise"]
     if v["checks"][0]["kind"] == "missing":
         missing = v["checks"][0]["runs"]
@@ -520,18 +585,23 @@ def summary_measured(v, brief=False):
             parts.append((f"{len(group)} models" if brief else ", ".join(mean_text(s) for s in group))
                          + f"; largest / smallest {ratio(high, low)}")
     parts.append(f"σ {noise['relative']:.1%}" if noise["sigma"] is not None else "no seeds")
-    text = "; ".join(parts)
-    return summary_measured(v, brief=True) if len(text) > CELL_MAX and not brief else text
+    return "; ".join(parts)
 
 
 def short_outcome(outcome):
     return "cannot tell" if outcome == CANNOT_TELL else f"**{outcome}**" if outcome in (AGREES, DISAGREES) else outcome
 
 
+def outcomes_text(checks):
+    return "; ".join(f"{CHECK_NAMES[c['kind']]}: {short_outcome(c['outcome'])}" if c["kind"] != "missing"
+                     else c["outcome"] for c in checks)
+
+
 def summary_row(v):
     e = v["experiment"]
-    outcomes = "; ".join(f"{CHECK_NAMES[c['kind']]}: {short_outcome(c['outcome'])}" if c["kind"] != "missing"
-                         else c["outcome"] for c in v["checks"])
+    outcomes = outcomes_text(v["checks"])
+    if "same_targets" in v:
+        outcomes += "; on the same targets: " + outcomes_text(v["same_targets"]["checks"])
     label = v["label"] if len(v["label"]) <= LABEL_MAX else v["label"][:LABEL_MAX - 1] + "…"  # `paper` may be long
     return f"| {label} | [{e}]({e}/) | {summary_measured(v)} | {outcomes} |\n"
 

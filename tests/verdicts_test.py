@@ -293,6 +293,66 @@ on_par = "{names[-1]}.toml"
         self.assertIn("13 models; largest / smallest", text)
         assert_short_cells(self, text)
 
+    def test_a_claim_across_n_is_judged_again_on_the_same_targets(self):
+        # Same-target scores: base ln 200 ± 0.2 at seeds 1 and 2 (seed 3 not scored), near 100 from a
+        # checkpoint trained again; solo_a none. σ = sd(ln 200 ± 0.2) = 0.2 √2 (df 1, base the only
+        # model with two scores); ln(base / near) = ln 2 ± t(1) · σ · √(1/2 + 1).
+        for run, ppl, again in (("base", 200 * math.exp(0.2), False), ("base_seed2", 200 * math.exp(-0.2), False),
+                                ("near", 100.0, True)):
+            record = {"perplexity": ppl, "targets_digest": "d"}
+            if again:
+                record["retrained"] = {"published_valid_ppl": 100.0, "checkpoint_valid_ppl": 101.0}
+            with open(os.path.join(self.results, "runs", run, "same_targets.json"), "w") as f:
+                json.dump(record, f)
+        with open(self.manifest, "a") as f:
+            f.write("""
+[across_n]
+recipes = ["base.toml", "near.toml"]
+[across_n.claim]
+paper = "equal across n"
+equal = ["base.toml", "near.toml"]
+noise = "seeds"
+same_targets = "seeds"
+[across_unscored]
+recipes = ["base.toml", "solo_a.toml"]
+[across_unscored.claim]
+paper = "equal, one not scored"
+equal = ["base.toml", "solo_a.toml"]
+same_targets = "seeds"
+""")
+        r = self.generate()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        claims = self.claims()
+        same = claims["across_n"]["same_targets"]
+        sigma = 0.2 * math.sqrt(2)
+        self.assertAlmostEqual(same["noise"]["sigma"], sigma, places=12)
+        self.assertEqual((same["noise"]["df"], same["models"]["base"]["seeds"]), (1, ["base", "base_seed2"]))
+        self.assertEqual(same["retrained"], ["near"])
+        d, lo, hi = same["checks"][0]["log_ratios"][0]
+        half = 12.706 * sigma * math.sqrt(1.5)
+        self.assertAlmostEqual(d, math.log(2), places=12)
+        self.assertAlmostEqual(hi - d, half, places=9)
+        self.assertEqual(same["checks"][0]["outcome"], "cannot tell at this noise")
+        # The final validations' checks are untouched (base against near as before).
+        self.assertEqual(claims["across_n"]["checks"], claims["near_2pc"]["checks"])
+        mean, sd = 200 * math.cosh(0.2), 200 * 2 * math.sinh(0.2) / math.sqrt(2)
+        with open(os.path.join(self.results, "verdicts.json")) as f:
+            full = verdicts.table(json.load(f))
+        ratio = f"×2 [{math.exp(math.log(2) - half):.3g}, {math.exp(math.log(2) + half):.3g}]"
+        self.assertIn(f"|  | on the same targets: base, near within 2% ({math.log(1.02) / sigma:.2g} σ) of each other | "
+                      f"{mean:.1f} ± {sd:.1f} (2 of 3), 100.0 (1): base/near {ratio}; "
+                      f"σ {math.exp(sigma) - 1:.1%} (df 1, seeds); 1 of 3 scores of checkpoints trained again | "
+                      "cannot tell at this noise |", full)
+        unscored = claims["across_unscored"]
+        self.assertEqual(unscored["checks"][0]["kind"], "equal")
+        self.assertEqual(unscored["same_targets"]["checks"][0]["outcome"], "runs missing")
+        with open(self.readme) as f:
+            text = f.read()
+        self.assertIn(f"on the same targets: {mean:.1f} (2 seeds), 100.0; largest / smallest {ratio}; "
+                      f"σ {math.exp(sigma) - 1:.1%} | equal: cannot tell; on the same targets: equal: cannot tell |", text)
+        self.assertIn("; on the same targets: no results yet: solo_a | equal: cannot tell; on the same targets: "
+                      "runs missing |", text)
+
     def test_check_wants_the_full_table_in_the_results_readme(self):
         self.assertEqual(self.generate().returncode, 0)
         full = os.path.join(self.results, "README.md")
@@ -314,6 +374,9 @@ on_par = "{names[-1]}.toml"
                              ('tolerance = "a lot"', "[solo.claim]: tolerance must be a relative number"),
                              ('noise = "order"', "[solo.claim] noise = 'order' is not an experiment of the manifest "
                                                  "with seed_spread = true"),
+                             ('same_targets = "order"', "[solo.claim] same_targets = 'order' is not an experiment of "
+                                                        "the manifest with seed_spread = true"),
+                             ("same_targets = 1", "[solo.claim]: 'same_targets' must name a seed_spread experiment"),
                              ('at_most = "solo_b.toml"', "[solo.claim]: 'baseline' goes with one of 'on_par' and 'at_most'"),
                              ('tolerance = "3 sd"', "[goal.claim]: 'at_most' takes a relative tolerance")):
             manifest = MANIFEST.replace(solo, f"{solo}\n{bad}") if "sd" not in bad else \
