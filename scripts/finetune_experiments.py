@@ -97,13 +97,20 @@ def pretraining_recipes(encoders, manifest=PRETRAINING):
 
 
 def pretrained(encoder, recipes, binary, log):
-    """The run directory of a pretraining run, trained first from its recipe when it has no checkpoint."""
+    """The run directory of a finished pretraining run: trained first from its recipe when it has no
+    checkpoint, and resumed to its end when it has one (a pretraining stopped part way leaves one;
+    `train --resume auto` on a finished run does nothing)."""
     run_dir = os.path.join(ROOT, "runs", "experiments", encoder)
-    if encoder == RANDOM or has_checkpoint(run_dir):
-        return RANDOM if encoder == RANDOM else run_dir
+    if encoder == RANDOM:
+        return RANDOM
     recipe = recipes[encoder]
-    log(f"{encoder}: no checkpoint in {run_dir}; pretraining it from {os.path.relpath(recipe, ROOT)}")
-    steps = (["prepare", "--recipe", recipe], ["train", "--recipe", recipe, "--run-dir", run_dir, "--resume", "auto"])
+    train = ["train", "--recipe", recipe, "--run-dir", run_dir, "--resume", "auto"]
+    if has_checkpoint(run_dir):
+        log(f"{encoder}: resuming the pretraining in {run_dir} to its end (nothing to do when finished)")
+        steps = [train]
+    else:
+        log(f"{encoder}: no checkpoint in {run_dir}; pretraining it from {os.path.relpath(recipe, ROOT)}")
+        steps = [["prepare", "--recipe", recipe], train]
     for step in steps:
         # prepare's output is the shards' summary; its errors (e.g. another process preparing) go to stderr.
         r = subprocess.run([binary] + step, stdout=subprocess.DEVNULL if step[0] == "prepare" else None)
@@ -137,8 +144,9 @@ def run(args, log):
     check_task_data(args, manifest)
     recipes = pretraining_recipes({e for m in manifest for e in m["encoders"]})
     machine = machine_description(args.binary)
+    ready = {}  # {encoder: its pretraining's run directory, finished}
     for m in manifest:
-        run_table(m, args, recipes, machine, log)
+        run_table(m, args, recipes, machine, log, ready)
 
 
 def check_selection(args, manifest):
@@ -179,7 +187,7 @@ def check_task_data(args, manifest):
                                  "not exist (scripts/get_classification_data.sh makes data/finetune/)")
 
 
-def run_table(m, args, recipes, machine, log):
+def run_table(m, args, recipes, machine, log, ready):
     for recipe in m["tasks"]:
         task = task_name(recipe)
         if args.task and task not in args.task:
@@ -195,7 +203,9 @@ def run_table(m, args, recipes, machine, log):
                 if os.path.exists(os.path.join(results, "run.json")):
                     log(f"{task}/{name}: up to date")
                     continue
-                checkpoint = pretrained(encoder, recipes, args.binary, log)
+                if encoder not in ready:  # once per encoder and command
+                    ready[encoder] = pretrained(encoder, recipes, args.binary, log)
+                checkpoint = ready[encoder]
                 run_dir = os.path.join(ROOT, "runs", "finetune", task, name)
                 log(f"{task}/{name}: fine-tuning into {run_dir}")
                 started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

@@ -234,6 +234,30 @@ class Encoders(unittest.TestCase):
             with open(calls) as f:
                 self.assertEqual(f.read().split(), ["prepare"])
 
+    def test_a_pretraining_stopped_part_way_is_resumed_before_fine_tuning(self):
+        # A checkpoint (here at update 678, as a stopped pretraining leaves) does not make an encoder:
+        # `train --resume auto` runs first (it finishes the run, or does nothing on a finished one);
+        # no checkpoint: prepare, then train.
+        with tempfile.TemporaryDirectory() as tmp:
+            binary, calls = os.path.join(tmp, "linformer"), os.path.join(tmp, "calls")
+            with open(binary, "w") as f:
+                f.write(f'#!/bin/sh\necho "$1 $7" >> {calls}\n')
+            os.chmod(binary, 0o755)
+            recipes = {"a": os.path.join(fe.ROOT, "recipes", "brown", "transformer_n512.toml")}
+            saved, fe.ROOT = fe.ROOT, tmp
+            try:
+                self.assertEqual(fe.pretrained("a", recipes, binary, lambda line: None),
+                                 os.path.join(tmp, "runs", "experiments", "a"))
+                os.makedirs(os.path.join(tmp, "runs", "experiments", "a", "checkpoints", "checkpoint_00000678"))
+                open(os.path.join(tmp, "runs", "experiments", "a", "checkpoints", "checkpoint_00000678", "DONE"),
+                     "w").close()
+                fe.pretrained("a", recipes, binary, lambda line: None)
+                self.assertEqual(fe.pretrained(fe.RANDOM, recipes, binary, lambda line: None), fe.RANDOM)
+            finally:
+                fe.ROOT = saved
+            with open(calls) as f:
+                self.assertEqual(f.read().splitlines(), ["prepare ", "train auto", "train auto"])
+
     def test_an_encoder_with_no_pretraining_run_is_refused_naming_it(self):
         with self.assertRaises(SystemExit) as refused:
             fe.pretraining_recipes({"transformer_n512", "linformer_n512_k65", fe.RANDOM})
