@@ -651,6 +651,40 @@ class CitedNumbers(unittest.TestCase):
                       report)
         self.cited("−3.7 to +1.0, \"cannot tell at this noise\"")
 
+    def test_figure_3d_on_the_same_targets_is_the_files(self):
+        # Each run's same-target score and the retrained checkpoint's validation beside the published
+        # one (same_targets.json), the ratio of n = 2048 to n = 512 and its interval from the scores
+        # and k = 128's three scored seeds (the claim's noise), worked out here.
+        runs = [f"linformer_n{n}_k64_long_sinusoidal_warmup128" for n in (512, 1024, 2048)]
+        scores = []
+        for run in runs:
+            with open(os.path.join(ROOT, "results", "brown", "runs", run, "same_targets.json")) as f:
+                record = json.load(f)
+            self.assertEqual(record["targets_digest"], "c30b93e88c05ceca")
+            scores.append(record["perplexity"])
+            again, published = record["retrained"]["checkpoint_valid_ppl"], record["retrained"]["published_valid_ppl"]
+            self.assertAlmostEqual(published, self.v["runs"][run]["valid_ppl"], places=9)
+            self.cited(f"{again:.1f}")
+            self.cited(f"{published:.1f}")
+        self.cited(f"**{scores[0]:.1f}, {scores[1]:.1f} and {scores[2]:.1f}**")
+        self.cited(f"they score {scores[0]:.1f}, {scores[1]:.1f} and {scores[2]:.1f}: still \"cannot tell\"")
+        self.cited(f"n = 512 and 1024 {scores[1] / scores[0] - 1:.1%} apart where their logs had "
+                   f"{self.v['runs'][runs[1]]['valid_ppl'] / self.v['runs'][runs[0]]['valid_ppl'] - 1:.1%}")
+        self.cited(f"n = 2048 {scores[2] / scores[0] - 1:.0%} above n = 512")
+        k128 = []
+        for seed in ("", "_seed2", "_seed3"):
+            with open(os.path.join(ROOT, "results", "brown", "runs",
+                                   f"linformer_n512_k128_long_sinusoidal_warmup128{seed}", "same_targets.json")) as f:
+                k128.append(math.log(json.load(f)["perplexity"]))
+        sigma = statistics.stdev(k128)
+        half = 4.303 * sigma * math.sqrt(2)  # t(0.975, df 2), one score each
+        d = math.log(scores[2] / scores[0])
+        ratio = f"×{math.exp(d):.3g} [{math.exp(d - half):.3g}, {math.exp(d + half):.3g}]"
+        self.cited(f"{ratio} on the verdict's noise (σ {math.exp(sigma) - 1:.1%}")
+        claim = next(c for c in self.v["claims"] if c["experiment"] == "length_k64_warmup")
+        self.assertEqual(claim["same_targets"]["checks"][0]["outcome"], "cannot tell at this noise")
+        self.assertIn(ratio, claim["same_targets"]["checks"][0]["measured"])
+
     def test_the_word_order_fine_tuning_seeds_are_the_files(self):
         # The word-order table at n = 512: the pooled fine-tuning noise and each three-seed Linformer's
         # mean and interval computed here from the runs' confusion matrices (verdicts.json), as the
