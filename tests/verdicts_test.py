@@ -707,15 +707,23 @@ class CitedNumbers(unittest.TestCase):
         self.assertIn(f"σ = {sigma:.2f} points (df {df})", report)
         self.cited(f"pooled, σ = {sigma:.2f} points (df {df})")
         reference = statistics.mean(means[table["reference"]])
+        none = statistics.mean(seed_means("none"))  # the random encoder
         twice = next(line for line in report.splitlines() if "read more than one pretraining" in line)
-        for k, published, again in ((32, "342.7", "340.4"), (64, "384.4", "384.6"), (128, "261.7", "220.9")):
-            encoder = f"linformer_n512_k{k}_long_sinusoidal_warmup128"
+        for variant, name, published, again in (("k32", "k = 32", "342.7", "340.4"), ("k64", "k = 64", "384.4", "384.6"),
+                                                ("k128", "k = 128", "261.7", "220.9"),
+                                                ("k64_kv", "sharing kv", "242.2", "251.8")):
+            encoder = f"linformer_n512_{variant}_long_sinusoidal_warmup128"
             per_seed, mean = means[encoder], statistics.mean(means[encoder])
             self.assertEqual(len(per_seed), 3, encoder)
             d, half = mean - reference, t975 * sigma * math.sqrt(2 / 3)
             interval = f"{d:+.1f} [{d - half:+.1f}, {d + half:+.1f}]"
+            verdict = ("agrees" if d - half >= -0.5 else "disagrees" if d + half < -0.5
+                       else "cannot tell at this noise")  # the paper's half point
             self.assertIn(f"| {encoder} | 2 of 2 | 3 | {mean:.1f} | {reference:.1f} | {interval} |", report)
-            self.cited(f"k = {k} {interval.replace('-', '−')}")
+            self.assertIn(f"{interval} | {100 * (mean - none) / (reference - none):.0f}% | {verdict} |", report)
+            if verdict == "disagrees":
+                self.cited(f"{name} **disagrees** with the paper")
+            self.cited(f"{name} {interval.replace('-', '−')}")
             ft = {t: [100 * self.v["finetune"][f"{t}/{encoder}_s{s}"][2] for s in (1, 2, 3)] for t in tasks}
             self.cited(f"| {published} | {', '.join(f'{a:.1f}' for a in ft['brown_genres_15'])} | "
                        f"{', '.join(f'{a:.1f}' for a in ft['spam'])} | {mean:.1f} | −{reference - mean:.1f} |")
