@@ -30,6 +30,15 @@ def write_run(results, task, encoder, seed, accuracy, epoch_seconds, peak_rss_mb
         f.write("\n".join(rows) + "\n")
 
 
+def fake_binary(folder, script):
+    """FOLDER/linformer, a shell script logging each call's arguments to FOLDER/calls; and that log's path."""
+    binary, calls = os.path.join(folder, "linformer"), os.path.join(folder, "calls")
+    with open(binary, "w") as f:
+        f.write(script.format(calls=calls))
+    os.chmod(binary, 0o755)
+    return binary, calls
+
+
 class Report(unittest.TestCase):
     def test_table(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -218,10 +227,7 @@ class Encoders(unittest.TestCase):
         # The binary fails `prepare` (as when another process holds the prepared data's lock):
         # one line naming the encoder, step and recipe, and `train` never starts.
         with tempfile.TemporaryDirectory() as tmp:
-            binary, calls = os.path.join(tmp, "linformer"), os.path.join(tmp, "calls")
-            with open(binary, "w") as f:
-                f.write(f'#!/bin/sh\necho "$1" >> {calls}\n[ "$1" = prepare ] && exit 3\nexit 0\n')
-            os.chmod(binary, 0o755)
+            binary, calls = fake_binary(tmp, '#!/bin/sh\necho "$1" >> {calls}\n[ "$1" = prepare ] && exit 3\nexit 0\n')
             recipe = os.path.join(fe.ROOT, "recipes", "brown", "transformer_n512.toml")
             saved, fe.ROOT = fe.ROOT, tmp
             try:
@@ -239,10 +245,7 @@ class Encoders(unittest.TestCase):
         # `train --resume auto` runs first (it finishes the run, or does nothing on a finished one);
         # no checkpoint: prepare, then train.
         with tempfile.TemporaryDirectory() as tmp:
-            binary, calls = os.path.join(tmp, "linformer"), os.path.join(tmp, "calls")
-            with open(binary, "w") as f:
-                f.write(f'#!/bin/sh\necho "$1 $7" >> {calls}\n')
-            os.chmod(binary, 0o755)
+            binary, calls = fake_binary(tmp, '#!/bin/sh\necho "$1 $7" >> {calls}\n')
             recipes = {"a": os.path.join(fe.ROOT, "recipes", "brown", "transformer_n512.toml")}
             saved, fe.ROOT = fe.ROOT, tmp
             try:
