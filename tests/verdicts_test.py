@@ -711,7 +711,8 @@ class CitedNumbers(unittest.TestCase):
         twice = next(line for line in report.splitlines() if "read more than one pretraining" in line)
         for variant, name, published, again in (("k32", "k = 32", "342.7", "340.4"), ("k64", "k = 64", "384.4", "384.6"),
                                                 ("k128", "k = 128", "261.7", "220.9"),
-                                                ("k64_kv", "sharing kv", "242.2", "251.8")):
+                                                ("k64_kv", "sharing kv", "242.2", "251.8"),
+                                                ("k64_layerwise", "sharing layerwise", "276.2", "265.1")):
             encoder = f"linformer_n512_{variant}_long_sinusoidal_warmup128"
             per_seed, mean = means[encoder], statistics.mean(means[encoder])
             self.assertEqual(len(per_seed), 3, encoder)
