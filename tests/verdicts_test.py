@@ -696,6 +696,55 @@ class CitedNumbers(unittest.TestCase):
         self.assertEqual(claim["same_targets"]["checks"][0]["outcome"], "cannot tell at this noise")
         self.assertIn(ratio, claim["same_targets"]["checks"][0]["measured"])
 
+    def test_figure_3b_on_the_same_targets_is_the_files(self):
+        # 3b's four runs on 3a's targets: each score and retrained validation from same_targets.json,
+        # the on-par interval from the scores with the noise of k = 128's three scored seeds, and the
+        # change from n = 512 (geometric mean of each model's scored seeds) worked out here.
+        def scored(run):
+            path = os.path.join(ROOT, "results", "brown", "runs", run, "same_targets.json")
+            if not os.path.exists(path):
+                return None
+            with open(path) as f:
+                record = json.load(f)
+            self.assertEqual(record["targets_digest"], "c30b93e88c05ceca")
+            return record
+
+        def seeds(model):
+            return [r["perplexity"] for r in (scored(model + s) for s in ("", "_seed2", "_seed3")) if r]
+
+        def geomean(xs):
+            return math.exp(statistics.mean(math.log(x) for x in xs))
+        def run(m, n):  # "linformer_k64", 1024 -> linformer_n1024_k64_long_sinusoidal_warmup128
+            model, _, k = m.partition("_")
+            return f"{model}_n{n}{'_' + k if k else ''}_long_sinusoidal_warmup128"
+        names = ["transformer", "linformer_k64", "linformer_k128", "linformer_k256"]
+        n1024 = {m: scored(run(m, 1024)) for m in names}
+        self.cited(", ".join(f"{n1024[m]['retrained']['checkpoint_valid_ppl']:.1f}" for m in names[:3]) + " and "
+                   + f"{n1024[names[3]]['retrained']['checkpoint_valid_ppl']:.1f} against the published "
+                   + ", ".join(f"{n1024[m]['retrained']['published_valid_ppl']:.1f}" for m in names[:3]) + " and "
+                   + f"{n1024[names[3]]['retrained']['published_valid_ppl']:.1f}")
+        score = {m: n1024[m]["perplexity"] for m in names}
+        self.cited("they score **" + ", ".join(f"{score[m]:.1f}" for m in names[:3]) + f" and {score[names[3]]:.1f}**")
+        k128 = [math.log(x) for x in seeds("linformer_n512_k128_long_sinusoidal_warmup128")]
+        sigma = statistics.stdev(k128)  # the claim's only scored model with seeds
+        d, half = math.log(score["linformer_k256"] / score["transformer"]), 4.303 * sigma * math.sqrt(2)
+        ratio = f"×{math.exp(d):.3g} [{math.exp(d - half):.2g}, {math.exp(d + half):.3g}]"
+        self.cited(f"k = 256 is {ratio} the Transformer on the verdict's noise (σ {math.exp(sigma) - 1:.1%}")
+        claim = next(c for c in self.v["claims"] if c["experiment"] == "k_n1024_warmup")
+        self.assertEqual([c["outcome"] for c in claim["same_targets"]["checks"]],
+                         ["cannot tell at this noise", "disagrees"])
+        self.assertIn(ratio, claim["same_targets"]["checks"][1]["measured"])
+        for m, name in (("transformer", "Transformer"), ("linformer_k64", "k = 64"), ("linformer_k128", "k = 128")):
+            at512 = seeds(run(m, 512))
+            self.cited(f"{name} {'goes ' if m == 'transformer' else ''}from {geomean(at512):.1f} "
+                       f"{'(two seeds)' if len(at512) == 2 else '(three seeds)'} to {score[m]:.1f}, "
+                       f"{score[m] / geomean(at512) - 1:.0%} higher")
+        at512 = seeds("linformer_n512_k128_long_sinusoidal_warmup128")
+        self.assertGreater(score["linformer_k128"], max(at512))
+        self.cited(f"seeds ({min(at512):.1f}–{max(at512):.1f})")
+        self.cited(f"from {geomean(at512) / geomean(seeds('transformer_n512_long_sinusoidal_warmup128')):.2f} at n = 512 "
+                   f"to {score['linformer_k128'] / score['transformer']:.2f} at n = 1024")
+
     def test_the_word_order_fine_tuning_seeds_are_the_files(self):
         # The word-order table at n = 512: the pooled fine-tuning noise and each three-seed Linformer's
         # mean and interval computed here from the runs' confusion matrices (verdicts.json), as the
