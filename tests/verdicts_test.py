@@ -651,22 +651,26 @@ class CitedNumbers(unittest.TestCase):
                       report)
         self.cited("−3.7 to +1.0, \"cannot tell at this noise\"")
 
+    def same_target(self, run):
+        """The run's same_targets.json (None without one), checked to be of the one digest."""
+        path = os.path.join(ROOT, "results", "brown", "runs", run, "same_targets.json")
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            record = json.load(f)
+        self.assertEqual(record["targets_digest"], "c30b93e88c05ceca")
+        return record
+
+    def same_target_seeds(self, model):
+        """The same-target records of a model's scored seeds (runs MODEL, MODEL_seed2, MODEL_seed3)."""
+        return [r for r in (self.same_target(model + s) for s in ("", "_seed2", "_seed3")) if r]
+
     def test_figure_3d_on_the_same_targets_is_the_files(self):
         # Each run's same-target score and the retrained checkpoint's validation beside the published
         # one (same_targets.json), the ratio of n = 2048 to n = 512 (the geometric mean of its scored
         # seeds) and its interval from the scores, the noise pooled over k = 128's three scored seeds
         # and k = 64's at n = 512 (the claim's noise), worked out here.
-        def scored(run):
-            path = os.path.join(ROOT, "results", "brown", "runs", run, "same_targets.json")
-            if not os.path.exists(path):
-                return None
-            with open(path) as f:
-                record = json.load(f)
-            self.assertEqual(record["targets_digest"], "c30b93e88c05ceca")
-            return record
-
-        def seeds(model):
-            return [r for r in (scored(model + s) for s in ("", "_seed2", "_seed3")) if r]
+        seeds = self.same_target_seeds
         runs = [f"linformer_n{n}_k64_long_sinusoidal_warmup128" for n in (512, 1024, 2048)]
         n512, n1024, n2048 = [seeds(run) for run in runs]
         self.assertEqual((len(n1024), len(n2048)), (1, 1))
@@ -700,17 +704,8 @@ class CitedNumbers(unittest.TestCase):
         # 3b's four runs on 3a's targets: each score and retrained validation from same_targets.json,
         # the on-par interval from the scores with the noise of k = 128's three scored seeds, and the
         # change from n = 512 (geometric mean of each model's scored seeds) worked out here.
-        def scored(run):
-            path = os.path.join(ROOT, "results", "brown", "runs", run, "same_targets.json")
-            if not os.path.exists(path):
-                return None
-            with open(path) as f:
-                record = json.load(f)
-            self.assertEqual(record["targets_digest"], "c30b93e88c05ceca")
-            return record
-
         def seeds(model):
-            return [r["perplexity"] for r in (scored(model + s) for s in ("", "_seed2", "_seed3")) if r]
+            return [r["perplexity"] for r in self.same_target_seeds(model)]
 
         def geomean(xs):
             return math.exp(statistics.mean(math.log(x) for x in xs))
@@ -718,7 +713,7 @@ class CitedNumbers(unittest.TestCase):
             model, _, k = m.partition("_")
             return f"{model}_n{n}{'_' + k if k else ''}_long_sinusoidal_warmup128"
         names = ["transformer", "linformer_k64", "linformer_k128", "linformer_k256"]
-        n1024 = {m: scored(run(m, 1024)) for m in names}
+        n1024 = {m: self.same_target(run(m, 1024)) for m in names}
         self.cited(", ".join(f"{n1024[m]['retrained']['checkpoint_valid_ppl']:.1f}" for m in names[:3]) + " and "
                    + f"{n1024[names[3]]['retrained']['checkpoint_valid_ppl']:.1f} against the published "
                    + ", ".join(f"{n1024[m]['retrained']['published_valid_ppl']:.1f}" for m in names[:3]) + " and "
