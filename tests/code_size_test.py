@@ -4,7 +4,6 @@ key (config/recipe.h's declarations) is the one exception, named in EXCEPTIONS."
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import unittest
 
