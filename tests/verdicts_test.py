@@ -709,6 +709,7 @@ class CitedNumbers(unittest.TestCase):
 
         def geomean(xs):
             return math.exp(statistics.mean(math.log(x) for x in xs))
+
         def run(m, n):  # "linformer_k64", 1024 -> linformer_n1024_k64_long_sinusoidal_warmup128
             model, _, k = m.partition("_")
             return f"{model}_n{n}{'_' + k if k else ''}_long_sinusoidal_warmup128"
