@@ -770,10 +770,11 @@ class CitedNumbers(unittest.TestCase):
             half = self.T975[df] * sigma * math.sqrt(1 / n + 1 / len(means[table["reference"]]))
             verdict = ("agrees" if d - half >= -0.5 else "disagrees" if d + half < -0.5
                        else "cannot tell at this noise")  # the paper's half point
-            interval = f"{d:+.1f} [{d - half:+.1f}, {d + half:+.1f}]"
-            rows[encoder] = {"seeds": means[encoder], "mean": mean, "verdict": verdict, "interval": interval,
+            interval, gain = f"{d:+.1f} [{d - half:+.1f}, {d + half:+.1f}]", 100 * (mean - none) / (reference - none)
+            rows[encoder] = {"seeds": means[encoder], "mean": mean, "difference": d, "high": d + half, "gain": gain,
+                             "verdict": verdict, "interval": interval,
                              "row": f"| {encoder} | {len(tasks)} of {len(tasks)} | {n} | {mean:.1f} | {reference:.1f} | "
-                                    f"{interval} | {100 * (mean - none) / (reference - none):.0f}% | {verdict} |"}
+                                    f"{interval} | {gain:.0f}% | {verdict} |"}
         return {"tasks": tasks, "sigma": sigma, "df": df, "reference": reference, "none": none, "rows": rows}
 
     def finetune_report(self, table=None):
@@ -850,11 +851,11 @@ class CitedNumbers(unittest.TestCase):
         # The nine: the word-order table's six Linformers, the local start, mean pooling, the convolution.
         nine = list(self.finetune_table("n = 512: encoders that read word order (sequence-length warm-up)")["rows"].values())
         nine += [table["rows"][f"linformer_n512_k64_{v}_long_sinusoidal_warmup128"] for v in ("local", "meanpool", "conv")]
-        below = sorted(float(row["interval"].split()[0]) for row in nine)
-        gains = sorted(int(row["row"].split(" | ")[6].rstrip("%")) for row in nine)
-        self.cited(f"the Linformers end {-below[-1]:.1f}–{-below[0]:.1f} points below it")
-        self.cited(f"the n = 512 Linformers end {-below[-1]:.1f}–{-below[0]:.1f} points below")
-        self.cited(f"keeping {gains[0]}–{gains[-1]}% of what the")
+        below = sorted(-row["difference"] for row in nine)
+        gains = sorted(row["gain"] for row in nine)
+        self.cited(f"the Linformers end {below[0]:.1f}–{below[-1]:.1f} points below it")
+        self.cited(f"the n = 512 Linformers end {below[0]:.1f}–{below[-1]:.1f} points below")
+        self.cited(f"keeping {gains[0]:.0f}–{gains[-1]:.0f}% of what the")
 
     def test_the_bag_of_words_fine_tuning_numbers_are_the_files(self):
         # The n = 512 table of the bag-of-words encoders (three tasks): every Linformer's row in the
@@ -876,15 +877,17 @@ class CitedNumbers(unittest.TestCase):
         means = [row["mean"] for row in rows.values()]
         self.cited(f"Transformer {table['reference']:.1f}, Linformers {min(means):.1f}–{max(means):.1f}, "
                    f"random {table['none']:.1f}")
-        below = sorted(-float(row["interval"].split()[0]) for row in rows.values())
-        gains = sorted(int(row["row"].split(" | ")[6].rstrip("%")) for row in rows.values())
+        below = sorted(-row["difference"] for row in rows.values())
+        gains = sorted(row["gain"] for row in rows.values())
         self.assertGreater(below[0], 0)  # every Linformer below the Transformer
-        self.cited(f"ends below the Transformer, {below[0]:.1f}–{below[-1]:.1f} points, keeping {gains[0]}–{gains[-1]}% of its gain")
+        self.cited(f"ends below the Transformer, {below[0]:.1f}–{below[-1]:.1f} points, "
+                   f"keeping {gains[0]:.0f}–{gains[-1]:.0f}% of its gain")
         self.cited(f"end {below[0]:.1f}–{below[-1]:.1f} points below the Transformer on three tasks")
         unsure = [e for e, row in rows.items() if row["verdict"] == "cannot tell at this noise"]
         self.assertEqual(unsure, ["linformer_n512_k32", "linformer_n512_k64_kv", "linformer_n512_k64_layerwise"])
-        self.cited(f"layerwise \"cannot tell\" ({', '.join(rows[e]['interval'].split()[0].replace('-', '−') for e in unsure)}; "
-                   f"their intervals reach at most {max(float(rows[e]['interval'].split(', ')[1][:-1]) for e in unsure):+.1f})")
+        differences = ", ".join(f"{rows[e]['difference']:+.1f}".replace("-", "−") for e in unsure)
+        self.cited(f"layerwise \"cannot tell\" ({differences}; "
+                   f"their intervals reach at most {max(rows[e]['high'] for e in unsure):+.1f})")
         self.assertEqual(sum(row["verdict"] == "disagrees" for row in rows.values()), 3)
         self.cited("three of the six surely more than half a point")
         # The Linformers' seeds 2 and 3 read their pretraining done again: how far it moved from the
