@@ -190,6 +190,9 @@ def run_one(name, recipe, args, machine, log):
                    stdout=subprocess.DEVNULL)
     with open(test_json) as f:
         test = json.load(f)
+    if train.returncode == 0 and file_digest(os.path.join(run_dir, "metrics.jsonl")) == metrics_before \
+            and not driver_finished(run_dir):
+        record_untimed_session(run_dir, machine, log, name)
     with open(os.path.join(run_dir, "sessions.jsonl")) as f:
         sessions = [json.loads(line) for line in f if line.strip()]
     if not sessions or sessions[-1]["exit_code"] != 0:
@@ -208,6 +211,36 @@ def run_one(name, recipe, args, machine, log):
     measure_word_order(name, best, args, log)
     measure_same_targets(name, best, args, log)
     log(f"{name}: done, results in {results}")
+
+
+def driver_finished(run_dir):
+    """Whether this script's own log of training sessions ends with one that succeeded."""
+    path = os.path.join(run_dir, "sessions.jsonl")
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        sessions = [json.loads(line) for line in f if line.strip()]
+    return bool(sessions) and sessions[-1]["exit_code"] == 0
+
+
+def record_untimed_session(run_dir, machine, log, name):
+    """A run finished by `linformer train --run-dir` directly (or by a session whose driver was
+    killed) has no timed session here: record one from its own files, its start from train.log's
+    first line and its wall time from the metrics' elapsed seconds (summed over resumes by the
+    trainer), but no peak memory: nothing measured it. The machine is this one, with the binary
+    that publishes the run."""
+    started = None
+    with open(os.path.join(run_dir, "train.log")) as f:
+        stamp = re.match(r"\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)", f.readline())
+    if stamp:  # the trainer's log stamps local time
+        local = datetime.datetime.strptime(f"{stamp.group(1)} {stamp.group(2)}", "%Y-%m-%d %H:%M:%S")
+        started = local.astimezone(datetime.timezone.utc).isoformat(timespec="seconds")
+    elapsed = read_jsonl(os.path.join(run_dir, "metrics.jsonl"))[-1]["elapsed_seconds"]
+    with open(os.path.join(run_dir, "sessions.jsonl"), "a") as f:
+        f.write(json.dumps({"started": started, "wall_seconds": elapsed, "peak_rss_mb": None, "exit_code": 0,
+                            "machine": machine, "untimed": "trained outside scripts/run_experiments.sh: "
+                            "wall time from the metrics, peak memory not measured"}) + "\n")
+    log(f"{name}: trained outside this script; recorded as one untimed session (no peak memory)")
 
 
 def eval_flags(binary):
@@ -418,7 +451,7 @@ def summarize(results, name):
                                                      if r["kind"] == "train" and r.get("tokens_per_second")]),
         "within_minutes": within_minutes(rows, BUDGET_MINUTES),
         "wall_minutes": last["elapsed_seconds"] / 60,
-        "peak_rss_mb": max(s["peak_rss_mb"] for s in sessions),
+        "peak_rss_mb": max((s["peak_rss_mb"] for s in sessions if s["peak_rss_mb"] is not None), default=None),
         "machine": "; ".join(sorted({f"{s['machine']['kind']} ({s['machine']['cpu']}), commit {s['machine']['commit']}"
                                      for s in sessions})),
     }

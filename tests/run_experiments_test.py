@@ -267,6 +267,31 @@ class RunExperiments(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("tiny: no published run in", r.stderr)
 
+    def test_a_run_trained_directly_is_published_without_a_memory_it_never_measured(self):
+        # `linformer train --run-dir` run by hand, then published by the script: one session recorded
+        # afterwards, its wall time the metrics' elapsed seconds, no peak memory (nothing measured it).
+        run_dir = os.path.join(self.runs, "tiny_k8")
+        train = subprocess.run([BINARY, "train", "--recipe", self.variant, "--run-dir", run_dir],
+                               capture_output=True, text=True)
+        self.assertEqual(train.returncode, 0, train.stderr)
+        r = self.run_script("other")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("tiny_k8: trained outside this script; recorded as one untimed session", r.stdout)
+        with open(os.path.join(self.results, "runs", "tiny_k8", "run.json")) as f:
+            sessions = json.load(f)["sessions"]
+        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+            elapsed = [json.loads(line) for line in f if line.strip()][-1]["elapsed_seconds"]
+        self.assertEqual(len(sessions), 1)
+        self.assertEqual((sessions[0]["exit_code"], sessions[0]["peak_rss_mb"], sessions[0]["wall_seconds"]),
+                         (0, None, elapsed))
+        self.assertIn("peak memory not measured", sessions[0]["untimed"])
+        with open(os.path.join(self.results, "other", "table.json")) as f:
+            row = json.load(f)[0]
+        self.assertIsNone(row["peak_rss_mb"])
+        with open(os.path.join(self.results, "other", "README.md")) as f:
+            line = next(x for x in f if x.startswith("| tiny_k8 | 10 |"))
+        self.assertEqual(line.split(" | ")[-2], "–")  # the peak RSS column
+
     def test_the_shipped_manifest_loads(self):
         r = subprocess.run([SCRIPT, "--list"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
