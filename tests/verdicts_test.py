@@ -479,9 +479,24 @@ class CitedNumbers(unittest.TestCase):
                                    "same_targets.json")) as f:
                 same.append(json.load(f)["perplexity"])
         self.cited(f"they score {same[0]:.1f} and {same[1]:.1f}")
+        # Issue 50's goal for k = 256 started local, judged on its three seeds and the Transformer's.
         claim = next(c for c in self.v["claims"] if c["experiment"] == "remedy_n512_warmup")
-        d, lo, hi = claim["checks"][0]["log_ratios"][0]
-        self.cited(f"×{math.exp(d):.3g} [{math.exp(lo):.3g}, {math.exp(hi):.3g}], \"cannot tell at this noise\"")
+        check, noise = claim["checks"][0], claim["noise"]
+        d, lo, hi = check["log_ratios"][0]
+        models = [claim["models"][m] for m in ("linformer_n512_k256_local_long_sinusoidal_warmup128",
+                                                "transformer_n512_long_sinusoidal_warmup128")]
+        self.assertEqual(noise["family"], "seeds_n512_remedy")
+        self.assertEqual(check["outcome"], "disagrees")
+        self.assertGreater(lo, math.log(1.25))  # the whole interval above 1.25×
+        self.cited(f"end at {models[0]['valid_ppl'][1]:.1f} and {models[0]['valid_ppl'][2]:.1f}): k = 256 started "
+                   f"local at {models[0]['mean']:.1f} ± {models[0]['sd']:.1f} over three seeds against the Transformer's "
+                   f"{models[1]['mean']:.1f} ± {models[1]['sd']:.1f} is ×{math.exp(d):.3g} [{math.exp(lo):.3g}, "
+                   f"{math.exp(hi):.3g}] on the noise of the two (σ {noise['relative']:.1%}, df {noise['df']}): "
+                   f"**\"{check['outcome']}\"**")
+        self.cited(f"k = 256 is ×{math.exp(d):.3g} [{math.exp(lo):.3g}, {math.exp(hi):.3g}] the Transformer "
+                   f"(\"{check['outcome']}\" with the goal)")
+        self.cited(f"(k = 256; {models[0]['mean']:.1f} ± {models[0]['sd']:.1f} over three seeds), ×{math.exp(d):.3g} the "
+                   f"Transformer (95% interval {math.exp(lo):.3g}–{math.exp(hi):.3g})")
         probe = os.path.join(ROOT, "results", "brown", "attention_probe")
         with open(os.path.join(probe, "n128.json")) as f:
             n128 = json.load(f)
