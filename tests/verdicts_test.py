@@ -653,17 +653,23 @@ class CitedNumbers(unittest.TestCase):
         table, report = self.finetune_table(self.REMEDIES), self.finetune_report(self.REMEDIES)
         self.in_report(f"σ = {table['sigma']:.2f} points (df {table['df']})", report)
         k128, band = "linformer_n512_k128_local_long_sinusoidal_warmup128", "linformer_n512_k64_band4_long_sinusoidal_warmup128"
-        for encoder in (k128, band):
+        k256 = "linformer_n512_k256_local_long_sinusoidal_warmup128"
+        for encoder in (k128, k256, band):
             row = table["rows"][encoder]
             self.assertEqual(len(row["seeds"]), 3, encoder)
             self.in_report(row["row"], report)
             self.cited(f"| {self.v['runs'][encoder]['valid_ppl']:.1f} {self.guide_cells(table, encoder)}")
         interval = {e: table["rows"][e]["interval"].split(" ", 1)[1].strip("[]").replace(", ", " to ").replace("-", "−")
-                    for e in (k128, band)}
+                    for e in (k128, k256, band)}
         row = table["rows"][k128]
         self.cited(f"(pretraining 109.3), the first Linformer with three fine-tuning seeds, ends at {row['mean']:.1f}, "
                    f"{-row['difference']:.1f} points below the Transformer's {table['reference']:.1f} (95% interval "
                    f"{interval[k128]}, \"{row['verdict']}\"")
+        row = table["rows"][k256]
+        self.cited(f"k = 256 started local (pretraining {self.v['runs'][k256]['valid_ppl']:.1f}) ends at {row['mean']:.1f} "
+                   f"over three fine-tuning seeds ({', '.join(f'{m:.1f}' for m in row['seeds'])}), "
+                   f"{-row['difference']:.1f} points below the Transformer ({interval[k256]}, \"{row['verdict']}\"")
+        self.cited(f"σ = {table['sigma']:.2f} points, df {table['df']}")
         row, accuracy = table["rows"][band], table["accuracy"][band]
         self.cited(f"ends at {row['mean']:.1f} over three fine-tuning seeds (15 genres "
                    f"{', '.join(f'{a:.1f}' for a in accuracy['brown_genres_15'])}; spam "
