@@ -190,11 +190,11 @@ def run_one(name, recipe, args, machine, log):
                    stdout=subprocess.DEVNULL)
     with open(test_json) as f:
         test = json.load(f)
-    if train.returncode == 0 and file_digest(os.path.join(run_dir, "metrics.jsonl")) == metrics_before \
-            and not driver_finished(run_dir):
-        record_untimed_session(run_dir, machine, log, name)
-    with open(os.path.join(run_dir, "sessions.jsonl")) as f:
-        sessions = [json.loads(line) for line in f if line.strip()]
+    sessions_file = os.path.join(run_dir, "sessions.jsonl")
+    sessions = read_jsonl(sessions_file) if os.path.exists(sessions_file) else []
+    finished_before = train.returncode == 0 and file_digest(os.path.join(run_dir, "metrics.jsonl")) == metrics_before
+    if finished_before and (not sessions or sessions[-1]["exit_code"] != 0):
+        sessions.append(record_untimed_session(run_dir, machine, log, name))
     if not sessions or sessions[-1]["exit_code"] != 0:
         raise ExperimentError(f"{name}: {run_dir}/sessions.jsonl does not end with a successful training session")
 
@@ -213,16 +213,6 @@ def run_one(name, recipe, args, machine, log):
     log(f"{name}: done, results in {results}")
 
 
-def driver_finished(run_dir):
-    """Whether this script's own log of training sessions ends with one that succeeded."""
-    path = os.path.join(run_dir, "sessions.jsonl")
-    if not os.path.exists(path):
-        return False
-    with open(path) as f:
-        sessions = [json.loads(line) for line in f if line.strip()]
-    return bool(sessions) and sessions[-1]["exit_code"] == 0
-
-
 def record_untimed_session(run_dir, machine, log, name):
     """A run finished by `linformer train --run-dir` directly (or by a session whose driver was
     killed) has no timed session here: record one from its own files, its start from train.log's
@@ -236,11 +226,12 @@ def record_untimed_session(run_dir, machine, log, name):
         local = datetime.datetime.strptime(f"{stamp.group(1)} {stamp.group(2)}", "%Y-%m-%d %H:%M:%S")
         started = local.astimezone(datetime.timezone.utc).isoformat(timespec="seconds")
     elapsed = read_jsonl(os.path.join(run_dir, "metrics.jsonl"))[-1]["elapsed_seconds"]
+    session = {"started": started, "wall_seconds": elapsed, "peak_rss_mb": None, "exit_code": 0, "machine": machine,
+               "untimed": "trained outside scripts/run_experiments.sh: wall time from the metrics, peak memory not measured"}
     with open(os.path.join(run_dir, "sessions.jsonl"), "a") as f:
-        f.write(json.dumps({"started": started, "wall_seconds": elapsed, "peak_rss_mb": None, "exit_code": 0,
-                            "machine": machine, "untimed": "trained outside scripts/run_experiments.sh: "
-                            "wall time from the metrics, peak memory not measured"}) + "\n")
+        f.write(json.dumps(session) + "\n")
     log(f"{name}: trained outside this script; recorded as one untimed session (no peak memory)")
+    return session
 
 
 def eval_flags(binary):

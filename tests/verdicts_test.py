@@ -647,7 +647,7 @@ class CitedNumbers(unittest.TestCase):
     REMEDIES = "n = 512, word order: the remedies (E and F started local at k = 128 and 256; k = 64 with a local band)"
 
     def test_the_remedy_fine_tuning_numbers_are_the_files(self):
-        # k = 128 started local and the band at three fine-tuning seeds, judged at the noise of their
+        # k = 128 and 256 started local and the band at three fine-tuning seeds, judged at the noise of their
         # table: rows, means and intervals worked out from verdicts.json, as the report and the guide
         # give them.
         table, report = self.finetune_table(self.REMEDIES), self.finetune_report(self.REMEDIES)
