@@ -271,6 +271,8 @@ class RunExperiments(unittest.TestCase):
         # `linformer train --run-dir` run by hand, then published by the script: one session recorded
         # afterwards, its wall time the metrics' elapsed seconds, no peak memory (nothing measured it).
         run_dir = os.path.join(self.runs, "tiny_k8")
+        prepare = subprocess.run([BINARY, "prepare", "--recipe", self.variant], capture_output=True, text=True)
+        self.assertEqual(prepare.returncode, 0, prepare.stderr)
         train = subprocess.run([BINARY, "train", "--recipe", self.variant, "--run-dir", run_dir],
                                capture_output=True, text=True)
         self.assertEqual(train.returncode, 0, train.stderr)
