@@ -552,6 +552,55 @@ class CitedNumbers(unittest.TestCase):
                  and "band" not in n and not any(p in n for p in ("pool", "conv"))]
         self.cited(f"against {min(every):.1f}–{max(every):.1f} for every")
 
+    def claim(self, experiment):
+        return next(c for c in self.v["claims"] if c["experiment"] == experiment)
+
+    def check_text(self, experiment, kind):
+        """'×r [lo, hi]' of each step or pair of the claim's check, and its outcome."""
+        check = next(c for c in self.claim(experiment)["checks"] if c["kind"] == kind)
+        return [verdicts.ratio_text(*r) for r in check["log_ratios"]], check["outcome"]
+
+    def test_figure_3_at_20m_tokens_at_three_seeds_is_the_files(self):
+        k_n512 = self.claim("k_n512")
+        seeds = {}
+        for model, k in (("transformer_n512", None), *((f"linformer_n512_k{k}", k) for k in (32, 64, 128))):
+            m = k_n512["models"][model]
+            self.assertEqual(m["n"], 3)
+            seeds[k] = (", ".join(f"{p:.1f}" for p in m["valid_ppl"]), f"{100 * (math.exp(m['log_sd']) - 1):.1f}%",
+                        f"{m['mean']:.1f} ± {m['sd']:.1f}")
+        self.cited(f"the Transformer at n = 512 ends at {seeds[None][0]} (σ {seeds[None][1]}), Linformer k = 32 at "
+                   f"{seeds[32][0]} (σ {seeds[32][1]}), k = 64 at {seeds[64][0]} (σ {seeds[64][1]}), k = 128 at "
+                   f"{seeds[128][0]} (σ {seeds[128][1]})")
+        self.cited(f"end at {seeds[None][2]} (the Transformer), {seeds[32][2]}, {seeds[64][2]} and {seeds[128][2]} "
+                   "(k = 32, 64, 128)")
+        (on_par,), outcome = self.check_text("k_n512", "on_par")
+        sigma = f"σ {100 * k_n512['noise']['relative']:.1f}% pooled, df {k_n512['noise']['df']}"
+        self.cited(f"k = 128 at {on_par} of the Transformer, \"{outcome}\" against ±2% ({sigma})")
+        steps, outcome = self.check_text("k_n512", "ordered")
+        self.cited(f"k = 32 → 64 → 128 at {steps[0]} and {steps[1]}, \"{outcome}\"")
+        (on_par,), outcome = self.check_text("k_n1024", "on_par")
+        self.cited(f"at n = 1024 k = 256 ends at {on_par} of the Transformer (\"{outcome}\")")
+        check = next(c for c in self.claim("length_k64")["checks"] if c["kind"] == "equal")
+        d, lo, hi = max(check["log_ratios"], key=lambda r: abs(r[0]))  # the table's pair, largest over smallest
+        pair = verdicts.ratio_text(*((d, lo, hi) if d > 0 else (-d, -hi, -lo)))
+        self.assertIn(f"n2048/n512 {pair}", check["measured"])
+        outcome = check["outcome"]
+        self.cited(f"at fixed k = 64, n = 2048 ends at {pair} of n = 512 (\"{outcome}\":")
+        k64 = k_n512["models"]["linformer_n512_k64"]
+        self.cited(f"k = 64's three seeds ({k64['mean']:.1f} ± {k64['sd']:.1f}, σ {seeds[64][1]})")
+        spread = {s["experiment"]: s["spread"] for s in self.v["seed_spreads"]}
+        self.cited(f"The Transformer's seeds agree within {spread['seeds_n512_transformer']:.1%}, the Linformers' with "
+                   f"k = 32 and 128 spread {spread['seeds_n512_k32']:.0%} and {spread['seeds_n512_k128']:.0%}")
+        outcomes = {c["outcome"] for x in ("k_n512", "k_n1024", "length_k64") for c in self.claim(x)["checks"]}
+        self.assertEqual(outcomes, {"cannot tell at this noise"})  # "every verdict ... cannot tell"
+        self.cited(f"(k = 128 at {self.interval('k_n512', 'on_par')} of it at 95%, three seeds each)")
+        below = [1 - self.v["runs"][f"linformer_n512_k64_{v}"]["valid_ppl"] / k64["mean"]
+                 for v in ("meanpool", "maxpool", "conv")]
+        frozen = self.v["runs"]["linformer_n512_k64_frozen"]["valid_ppl"] / k64["mean"] - 1
+        self.cited(f"Against k = 64's three seeds ({k64['mean']:.1f} ± {k64['sd']:.1f}, σ {seeds[64][1]}; the pooling "
+                   f"runs have one seed each) pooling and the convolution end {100 * min(below):.1f}–{max(below):.1%} below, "
+                   f"beyond k = 64's seed noise, and the frozen projections {frozen:.1%} above")
+
     def test_the_band_cost_numbers_are_the_files(self):
         ratios = {}
         for label in ("rows", "after", "before"):
