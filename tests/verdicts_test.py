@@ -458,6 +458,17 @@ class CitedNumbers(unittest.TestCase):
         self.cited(f"({100 * seeds[0][2]:.1f} → {100 * seeds[1][2]:.1f}: {seeds[0][0]} and {seeds[1][0]} of {seeds[1][1]})")
         self.cited(f"| 70.3 | {100 * seeds[0][2]:.1f}, {100 * seeds[1][2]:.1f} |")
         self.cited(f"(\"disagrees\": 95% interval {self.interval('k_main_job', 'on_par')})")
+        main = self.claim("k_main_job")
+        means = [main["models"][m] for m in ("s25_sinusoidal_warmup1100_seq32", "s27_s25_k64", "s28_s25_k128")]
+        self.assertEqual([m["n"] for m in means], [3, 3, 3])
+        self.cited("Over three seeds k = 32, 64, 128 end at " + ", ".join(f"{m['mean']:.1f} ± {m['sd']:.1f}" for m in means[:2])
+                   + f" and {means[2]['mean']:.1f} ± {means[2]['sd']:.1f}")
+        steps, outcome = self.check_text("k_main_job", "ordered")
+        self.cited(f"each step ({steps[0]}, {steps[1]}) is within the seed noise (σ {100 * main['noise']['relative']:.1f}% "
+                   f"pooled, df {main['noise']['df']}; \"{outcome}\")")
+        gap = math.exp(next(c for c in main["checks"] if c["kind"] == "on_par")["log_ratios"][0][0]) - 1
+        self.cited(f"ends {gap:.0%} above full attention's geometric mean over three seeds each")
+        self.cited(f"k = n ends {gap:.0%} above full attention (three seeds each)")
         self.cited(f"the Transformer's seed spread here is {self.v['experiment_spreads']['seeds_main_job_full']:.1%}")
         nopad = [self.v["runs"][r]["valid_ppl"] for r in ("s20_full_attention_nopad", "s20_k128_identity_nopad")]
         self.cited(f"the pair ends at {nopad[0]:.1f} and {nopad[1]:.1f} (validation")
