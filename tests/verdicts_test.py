@@ -602,9 +602,19 @@ class CitedNumbers(unittest.TestCase):
         spread = {s["experiment"]: s["spread"] for s in self.v["seed_spreads"]}
         self.cited(f"The Transformer's seeds agree within {spread['seeds_n512_transformer']:.1%}, the Linformers' with "
                    f"k = 32 and 128 spread {spread['seeds_n512_k32']:.0%} and {spread['seeds_n512_k128']:.0%}")
-        outcomes = {c["outcome"] for x in ("k_n512", "k_n1024", "length_k64") for c in self.claim(x)["checks"]}
+        outcomes = {c["outcome"] for x in verdicts.FIGURE3_20M for c in self.claim(x)["checks"]}
         self.assertEqual(outcomes, {"cannot tell at this noise"})  # "every verdict ... cannot tell"
         self.cited(f"(k = 128 at {self.interval('k_n512', 'on_par')} of it at 95%, three seeds each)")
+        sharing = self.claim("sharing_n512")
+        names = [f"linformer_n512_k64{v}" for v in ("_none", "", "_kv", "_layerwise")]
+        check = next(c for c in sharing["checks"] if c["kind"] == "equal")
+        d, lo, hi = max(check["log_ratios"], key=lambda r: abs(r[0]))  # the table's pair, largest over smallest
+        ends = [verdicts.model_text(sharing["models"][n]).replace(" (3)", "").replace(" (1 of 3)", " (one seed)")
+                for n in names]
+        self.cited("sharing none, headwise, kv and layerwise end at " + ", ".join(ends)
+                   + f": the largest over the smallest {verdicts.ratio_text(*((d, lo, hi) if d > 0 else (-d, -hi, -lo)))} "
+                   f"(\"{check['outcome']}\" against ±2%, σ {100 * sharing['noise']['relative']:.1f}% pooled, "
+                   f"df {sharing['noise']['df']};")
         below = [1 - self.v["runs"][f"linformer_n512_k64_{v}"]["valid_ppl"] / k64["mean"]
                  for v in ("meanpool", "maxpool", "conv")]
         frozen = self.v["runs"]["linformer_n512_k64_frozen"]["valid_ppl"] / k64["mean"] - 1
