@@ -609,6 +609,8 @@ class CitedNumbers(unittest.TestCase):
         names = [f"linformer_n512_k64{v}" for v in ("_none", "", "_kv", "_layerwise")]
         check = next(c for c in sharing["checks"] if c["kind"] == "equal")
         d, lo, hi = max(check["log_ratios"], key=lambda r: abs(r[0]))  # the table's pair, largest over smallest
+        self.assertIn("k64_layerwise/k64_none", check["measured"])  # "layerwise above none beyond the noise":
+        self.assertGreater(lo * hi, 0)  # the interval excludes 1
         ends = [verdicts.model_text(sharing["models"][n]).replace(" (3)", "").replace(" (1 of 3)", " (one seed)")
                 for n in names]
         self.cited("sharing none, headwise, kv and layerwise end at " + ", ".join(ends)
