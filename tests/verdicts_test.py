@@ -571,6 +571,14 @@ class CitedNumbers(unittest.TestCase):
         check = next(c for c in self.claim(experiment)["checks"] if c["kind"] == kind)
         return [verdicts.ratio_text(*r) for r in check["log_ratios"]], check["outcome"]
 
+    def widest_pair(self, experiment):
+        """An `equal` check, the text of its pair the table shows (largest over smallest) and that pair's
+        log interval."""
+        check = next(c for c in self.claim(experiment)["checks"] if c["kind"] == "equal")
+        d, lo, hi = max(check["log_ratios"], key=lambda r: abs(r[0]))
+        d, lo, hi = (d, lo, hi) if d > 0 else (-d, -hi, -lo)
+        return check, verdicts.ratio_text(d, lo, hi), (lo, hi)
+
     def test_figure_3_at_20m_tokens_at_three_seeds_is_the_files(self):
         k_n512 = self.claim("k_n512")
         seeds = {}
@@ -591,12 +599,9 @@ class CitedNumbers(unittest.TestCase):
         self.cited(f"k = 32 → 64 → 128 at {steps[0]} and {steps[1]}, \"{outcome}\"")
         (on_par,), outcome = self.check_text("k_n1024", "on_par")
         self.cited(f"at n = 1024 k = 256 ends at {on_par} of the Transformer (\"{outcome}\")")
-        check = next(c for c in self.claim("length_k64")["checks"] if c["kind"] == "equal")
-        d, lo, hi = max(check["log_ratios"], key=lambda r: abs(r[0]))  # the table's pair, largest over smallest
-        pair = verdicts.ratio_text(*((d, lo, hi) if d > 0 else (-d, -hi, -lo)))
+        check, pair, _ = self.widest_pair("length_k64")
         self.assertIn(f"n2048/n512 {pair}", check["measured"])
-        outcome = check["outcome"]
-        self.cited(f"at fixed k = 64, n = 2048 ends at {pair} of n = 512 (\"{outcome}\":")
+        self.cited(f"at fixed k = 64, n = 2048 ends at {pair} of n = 512 (\"{check['outcome']}\":")
         k64 = k_n512["models"]["linformer_n512_k64"]
         self.cited(f"k = 64's three seeds ({k64['mean']:.1f} ± {k64['sd']:.1f}, σ {seeds[64][1]})")
         spread = {s["experiment"]: s["spread"] for s in self.v["seed_spreads"]}
@@ -607,14 +612,13 @@ class CitedNumbers(unittest.TestCase):
         self.cited(f"(k = 128 at {self.interval('k_n512', 'on_par')} of it at 95%, three seeds each)")
         sharing = self.claim("sharing_n512")
         names = [f"linformer_n512_k64{v}" for v in ("_none", "", "_kv", "_layerwise")]
-        check = next(c for c in sharing["checks"] if c["kind"] == "equal")
-        d, lo, hi = max(check["log_ratios"], key=lambda r: abs(r[0]))  # the table's pair, largest over smallest
-        self.assertIn("k64_layerwise/k64_none", check["measured"])  # "layerwise above none beyond the noise":
-        self.assertGreater(lo * hi, 0)  # the interval excludes 1
+        check, pair, (lo, hi) = self.widest_pair("sharing_n512")
+        self.assertIn(f"k64_layerwise/k64_none {pair}", check["measured"])  # "layerwise above none beyond the noise":
+        self.assertGreater(lo, 0)  # the interval excludes 1
         ends = [verdicts.model_text(sharing["models"][n]).replace(" (3)", "").replace(" (1 of 3)", " (one seed)")
                 for n in names]
         self.cited("sharing none, headwise, kv and layerwise end at " + ", ".join(ends)
-                   + f": the largest over the smallest {verdicts.ratio_text(*((d, lo, hi) if d > 0 else (-d, -hi, -lo)))} "
+                   + f": the largest over the smallest {pair} "
                    f"(\"{check['outcome']}\" against ±2%, σ {100 * sharing['noise']['relative']:.1f}% pooled, "
                    f"df {sharing['noise']['df']};")
         below = [1 - self.v["runs"][f"linformer_n512_k64_{v}"]["valid_ppl"] / k64["mean"]
