@@ -569,6 +569,22 @@ def report(experiments, args, log, manifest=None):
         log(f"{experiment}: {len(done)} of {len(e['names'])} runs in {out}/README.md and curves.png/svg")
 
 
+def with_dependent_claims(manifest, experiments):
+    """The experiments given and, in manifest order, every experiment whose claim judges a model of
+    theirs or borrows the noise of one (its `noise`, `same_targets`): a seed of a model moves those
+    verdicts, so their READMEs' claim tables are made again with the experiments'."""
+    models = {verdicts.model_of(n) for e in experiments.values() for n in e["names"]}
+
+    def depends(e):
+        claim = e["claim"]
+        if not claim:
+            return False
+        lenders = [n for key in ("noise", "same_targets") if key in claim for n in manifest[claim[key]]["names"]]
+        return any(verdicts.model_of(n) in models for n in verdicts.claim_runs(claim) + lenders)
+
+    return {name: e for name, e in manifest.items() if name in experiments or depends(e)}
+
+
 def write_verdicts(experiments, args, log):
     """RESULTS/README.md: one table of every claim judged against the seed noise, and the seed-to-seed
     spreads (scripts/verdicts.py); RESULTS/verdicts.json; the same table between the markers of the
@@ -583,7 +599,8 @@ def write_verdicts(experiments, args, log):
                 + verdicts.table(found) + word_order_table(manifest_runs(experiments, args))
                 + same_targets_table(manifest_runs(experiments, args)))
     repository = os.path.abspath(args.results) == os.path.join(ROOT, "results", "brown")
-    verdicts.write(found, args.results, os.path.join(ROOT, "README.md") if repository else None)
+    if verdicts.write(found, args.results, os.path.join(ROOT, "README.md") if repository else None):
+        raise ExperimentError("the verdicts were not written (above: why)")
     log(f"verdicts in {args.results}/README.md and verdicts.json")
 
 
@@ -758,7 +775,7 @@ def main(argv=None):
                               lambda record: "by_context" in record or not by_context)
         if args.command == "same-targets":
             measure_done_runs(experiments, args, log, "same_targets.json", measure_same_targets)
-        report(experiments, args, log, manifest)
+        report(with_dependent_claims(manifest, experiments), args, log, manifest)
         write_verdicts(manifest, args, log)  # every experiment's claim, not only those just reported
     except ExperimentError as e:
         print(f"experiments: {e}", file=sys.stderr)

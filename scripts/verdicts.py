@@ -4,8 +4,8 @@
   verdicts.py [--manifest M] [--results R] [--readme README.md]   write R/verdicts.json and the
                                    verdict summary between the README's verdict markers
   verdicts.py --check [...]        exit 1 when the README's verdict block or R/verdicts.json is not
-                                   what the results give, or R/README.md lacks the full table
-                                   (nothing is written)
+                                   what the results give, or R/README.md lacks the full table or
+                                   an experiment's README its claim's rows (nothing is written)
 
 `scripts/experiments.py` (run, report) writes the same after every report, and R/README.md: the
 full table, a row per check with its interval, and the seed spreads. The README's summary has a
@@ -658,7 +658,8 @@ def main(argv=None):
 
 def write(verdicts, results, readme, check=False):
     """RESULTS/verdicts.json and the README's verdict block; with check, only compares (0: equal).
-    RESULTS/README.md, when there, must hold the full table (scripts/experiments.py report writes it)."""
+    RESULTS/README.md, when there, must hold the full table and each RESULTS/<experiment>/README.md
+    its claim's rows (scripts/experiments.py report writes both); else nothing is written."""
     full = os.path.join(results, "README.md")
     if os.path.exists(full):
         with open(full) as f:
@@ -666,6 +667,17 @@ def write(verdicts, results, readme, check=False):
                 print(f"verdicts: {full} lacks the full verdict table the results give "
                       "(run scripts/experiments.py report)", file=sys.stderr)
                 return 1
+    stale = []
+    for v in verdicts["claims"]:  # each experiment's README repeats its claim's rows (experiments.py report)
+        report = os.path.join(results, v["experiment"], "README.md")
+        if os.path.exists(report):
+            with open(report) as f:
+                if claim_rows(v, link=False) not in f.read():
+                    stale.append(report)
+    if stale:
+        print("verdicts: the claim table is not what the results give in " + ", ".join(stale)
+              + " (run scripts/run_experiments.sh --report-only)", file=sys.stderr)
+        return 1
     path = os.path.join(results, "verdicts.json")
     wanted = {path: json.dumps(verdicts, indent=1, ensure_ascii=False) + "\n"}
     if readme and os.path.exists(readme):

@@ -219,11 +219,15 @@ class RunExperiments(unittest.TestCase):
         self.assertTrue(os.path.exists(table))
         self.assertTrue(os.path.exists(os.path.join(self.results, "other", "README.md")))
 
-        # A report of one experiment keeps every other experiment's verdict.
+        # A report of one experiment keeps every other experiment's verdict, and makes again the
+        # README of every experiment whose claim judges one of its models (tiny_k judges tiny_k8).
+        os.remove(table)
         r = self.run_script("--report-only", "other")
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(os.path.join(self.results, "README.md")) as f:
             self.assertIn("| Tiny claim ([tiny_k](tiny_k/)) | perplexity falls along", f.read())
+        with open(table) as f:
+            self.assertIn("## The paper's claim", f.read())
 
         # A recipe changed after its results were made is refused.
         with open(self.variant, "a") as f:

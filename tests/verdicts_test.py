@@ -260,6 +260,30 @@ class MadeUpRuns(unittest.TestCase):
         self.assertEqual(self.generate().returncode, 0)
         self.assertEqual(self.generate("--check").returncode, 0)
 
+    def test_check_fails_on_an_experiment_readme_with_an_old_claim_table(self):
+        self.assertEqual(self.generate().returncode, 0)
+        report = os.path.join(self.results, "solo", "README.md")
+        os.makedirs(os.path.dirname(report))
+        solo = self.claims()["solo"]
+        with open(report, "w") as f:  # what experiments.py report writes, then a seed arrives
+            f.write("# solo\n\n" + verdicts.claim_rows(solo, link=False))
+        self.assertEqual(self.generate("--check").returncode, 0)
+        write_run(self.results, "solo_b_seed2", 90.0)
+        with open(self.manifest, "a") as f:
+            f.write('[solo_b_seeds]\nrecipes = ["solo_b.toml", "solo_b_seed2.toml"]\nseed_spread = true\n')
+        with open(os.path.join(self.dir.name, "solo_b_seed2.toml"), "w") as f:
+            f.write("\n")
+        r = self.generate("--check")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f"the claim table is not what the results give in {report}", r.stderr)
+        r = self.generate()
+        self.assertEqual(r.returncode, 1, "wrote verdicts beside an experiment README that contradicts them")
+        with open(report, "w") as f:
+            f.write(verdicts.claim_rows(verdicts.claim_verdict(
+                "solo", experiments.read_manifest(self.manifest), [*PPL, "solo_b_seed2"], self.results), link=False))
+        self.assertEqual(self.generate().returncode, 0)
+        self.assertEqual(self.claims()["solo"]["models"]["solo_b"]["n"], 2)
+
     def test_the_summary_stays_short_however_many_and_long_the_claims(self):
         # Eighteen claims, nine of them each with a paper text of 300 characters and no label, long chains and
         # equal lists: twelve rows, then one naming the rest (the claim waiting for a run among
