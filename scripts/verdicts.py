@@ -617,14 +617,27 @@ def summary(verdicts):
         names = ", ".join(v["experiment"] for v in rest)
         text += (f"| {len(rest)} more claims, in the full table: "
                  + (names if len(names) <= 150 else names[:149] + "…") + " | | | |\n")
-    noise = []
-    for s in verdicts["seed_spreads"]:
-        n = len(s["runs"])
-        noise.append(f"[{s['experiment']}]({s['experiment']}/) " + (f"{math.exp(s['log_sd']) - 1:.1%} ({n} seeds)"
-                     if s["log_sd"] is not None else f"not yet ({n} of {s['declared']} seeds)"))
-    return (text + "\nSeed noise σ of ln perplexity, one recipe at several seeds: "
-            + (", ".join(noise) if noise else "none measured") + ". \"Cannot tell\": at this noise the 95% interval "
-            "straddles the tolerance. Every check with its interval: [the full table](README.md).\n")
+    return (text + "\nSeed noise σ of ln perplexity, one recipe at several seeds: " + noise_range(verdicts["seed_spreads"])
+            + ". \"Cannot tell\": at this noise the 95% interval straddles the tolerance. Every check with its "
+            "interval, and every recipe's seed noise: [the full table](README.md).\n")
+
+
+def noise_range(spreads):
+    """The seed_spread experiments in a few words: how many, the smallest and largest σ (linked),
+    how many still wait for their seeds."""
+    measured = sorted((s for s in spreads if s["log_sd"] is not None), key=lambda s: s["log_sd"])
+    waiting = len(spreads) - len(measured)
+
+    def named(s):
+        return f"{math.exp(s['log_sd']) - 1:.1%} ([{s['experiment']}]({s['experiment']}/), {len(s['runs'])} seeds)"
+
+    if not measured:
+        text = "none measured"
+    elif len(measured) == 1:
+        text = "1 recipe, " + named(measured[0])
+    else:
+        text = f"{len(measured)} recipes, from {named(measured[0])} to {named(measured[-1])}"
+    return text + (f"; {waiting} more waiting for their seeds" if waiting else "")
 
 
 def readme_block(verdicts):

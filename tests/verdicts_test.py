@@ -247,8 +247,8 @@ class MadeUpRuns(unittest.TestCase):
                     "| a run not done | [partial](results/brown/partial/) | no results yet: ghost | runs missing |"):
             self.assertIn(row + "\n", text)
         self.assertEqual(text.count("\n| "), 1 + len(claims))  # the header and a row per claim
-        self.assertIn("\nSeed noise σ of ln perplexity, one recipe at several seeds: [seeds](results/brown/seeds/) "
-                      "10.5% (3 seeds). ", text)
+        self.assertIn("\nSeed noise σ of ln perplexity, one recipe at several seeds: 1 recipe, "
+                      "10.5% ([seeds](results/brown/seeds/), 3 seeds). ", text)
         self.assertIn("[the full table](results/brown/README.md).\n<!-- verdict:end -->", text)
         assert_short_cells(self, text)
 
@@ -259,6 +259,15 @@ class MadeUpRuns(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.results, "verdicts.json")), "--check wrote a file")
         self.assertEqual(self.generate().returncode, 0)
         self.assertEqual(self.generate("--check").returncode, 0)
+
+    def test_the_seed_noise_line_names_the_range_and_what_waits(self):
+        spreads = [{"experiment": "wide", "log_sd": math.log(1.25), "runs": ["a", "b", "c"]},
+                   {"experiment": "narrow", "log_sd": math.log(1.01), "runs": ["d", "e"]},
+                   {"experiment": "middle", "log_sd": math.log(1.1), "runs": ["f", "g", "h"]},
+                   {"experiment": "later", "log_sd": None, "runs": ["i"]}]
+        self.assertEqual(verdicts.noise_range(spreads), "3 recipes, from 1.0% ([narrow](narrow/), 2 seeds) to "
+                         "25.0% ([wide](wide/), 3 seeds); 1 more waiting for their seeds")
+        self.assertEqual(verdicts.noise_range(spreads[3:]), "none measured; 1 more waiting for their seeds")
 
     def test_check_fails_on_an_experiment_readme_with_an_old_claim_table(self):
         self.assertEqual(self.generate().returncode, 0)
