@@ -546,18 +546,20 @@ def mean_text(s):
     return f"{s['mean']:,.1f}" + (f" ({s['n']} seeds)" if s["n"] > 1 else "")
 
 
-def summary_measured(v, brief=False):
+def summary_measured(v, brief=0):
     """A claim's headline numbers: the ordered chain, the on-par ratio, the equal ones' extremes;
-    brief: the chain's ends and the number of equal ones only, when the lists make it too long.
-    Then, for a claim judged on the same targets too, the same from those scores."""
-    text = headline(v, brief)
+    then, for a claim judged on the same targets too, the same from those scores. Shortened as far
+    as the cell needs: brief 1, the chains' ends and the number of equal ones only; brief 2, the
+    same-target reading's ratios only."""
+    text = headline(v, min(brief, 1))
     if "same_targets" in v:
         text += "; on the same targets: " + headline(v["same_targets"], brief)
-    return summary_measured(v, brief=True) if len(text) > CELL_MAX and not brief else text
+    return summary_measured(v, brief + 1) if len(text) > CELL_MAX and brief < 2 else text
 
 
 def headline(v, brief):
-    """summary_measured's numbers of one judgement ({noise, models, checks})."""
+    """summary_measured's numbers of one judgement ({noise, models, checks}); brief as there (2: no
+    means, no chain)."""
     models, noise = v["models"], v["noise"]
     if v["checks"][0]["kind"] == "missing":
         missing = v["checks"][0]["runs"]
@@ -572,18 +574,21 @@ def headline(v, brief):
     parts = []
     for c in v["checks"]:
         group = [models[r] for r in c["runs"]]
-        if c["kind"] == "ordered":
+        if c["kind"] == "ordered" and brief < 2:
             chain = [group[0], group[-1]] if brief and len(group) > 2 else group
             parts.append((" → … → " if len(chain) < len(group) else " → ").join(mean_text(s) for s in chain))
         elif c["kind"] in PAIRED:  # after an ordered chain that ends with it, its mean alone
             a, b = group
+            if brief >= 2:
+                parts.append(ratio(a, b))
+                continue
             parts.append(f"{a['mean']:,.1f}" if len(v["checks"]) > 1 else mean_text(a))
             parts[-1] += f" vs {mean_text(b)}: {ratio(a, b)}"
         elif c["kind"] == "equal":
             by_mean = sorted(group, key=lambda s: s["log_mean"])  # two models even when the means tie
             high, low = by_mean[-1], by_mean[0]
-            parts.append((f"{len(group)} models" if brief else ", ".join(mean_text(s) for s in group))
-                         + f"; largest / smallest {ratio(high, low)}")
+            parts.append(("" if brief >= 2 else f"{len(group)} models; " if brief else
+                          ", ".join(mean_text(s) for s in group) + "; ") + f"largest / smallest {ratio(high, low)}")
     parts.append(f"σ {noise['relative']:.1%}" if noise["sigma"] is not None else "no seeds")
     return "; ".join(parts)
 
