@@ -26,7 +26,9 @@ since its results were made is refused unless --force: its results would no long
 Runs stop on updates or tokens (the recipes say), so a busy machine changes only wall time.
 """
 import argparse
+import contextlib
 import datetime
+import fcntl
 import hashlib
 import json
 import math
@@ -151,6 +153,24 @@ def newest_state(run_dir):
         return json.load(f)["state"]
 
 
+@contextlib.contextmanager
+def results_lock(results, log):
+    """Holds RESULTS for this process alone: two lanes of run_experiments.sh share it, and one
+    writing a run's files or the READMEs while the other reads them would judge, or publish,
+    half-written state. A lock on the folder itself (flock: released if the process dies)."""
+    os.makedirs(results, exist_ok=True)
+    fd = os.open(results, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for {results}: another run_experiments.sh is writing it")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def run_one(name, recipe, args, machine, log):
     results = os.path.join(args.results, "runs", name)
     run_dir = os.path.join(args.runs_dir, name)
@@ -198,18 +218,19 @@ def run_one(name, recipe, args, machine, log):
     if not sessions or sessions[-1]["exit_code"] != 0:
         raise ExperimentError(f"{name}: {run_dir}/sessions.jsonl does not end with a successful training session")
 
-    os.makedirs(results, exist_ok=True)
-    for file in ("metrics.csv", "metrics.jsonl", "recipe.toml"):
-        shutil.copyfile(os.path.join(run_dir, file), os.path.join(results, file))
-    run = {"name": name, "recipe": os.path.relpath(recipe, ROOT), "sessions": sessions,
-           "best_update": state["best_update"],
-           "test": {k: test.get(k) for k in ("perplexity", "unigram_perplexity", "ratio_to_unigram", "accuracy",
-                                              "masked", "loss")}}
-    with open(os.path.join(results, "run.json"), "w") as f:
-        json.dump(run, f, indent=2)
-        f.write("\n")
-    measure_word_order(name, best, args, log)
-    measure_same_targets(name, best, args, log)
+    with results_lock(args.results, log):
+        os.makedirs(results, exist_ok=True)
+        for file in ("metrics.csv", "metrics.jsonl", "recipe.toml"):
+            shutil.copyfile(os.path.join(run_dir, file), os.path.join(results, file))
+        run = {"name": name, "recipe": os.path.relpath(recipe, ROOT), "sessions": sessions,
+               "best_update": state["best_update"],
+               "test": {k: test.get(k) for k in ("perplexity", "unigram_perplexity", "ratio_to_unigram", "accuracy",
+                                                  "masked", "loss")}}
+        with open(os.path.join(results, "run.json"), "w") as f:
+            json.dump(run, f, indent=2)
+            f.write("\n")
+        measure_word_order(name, best, args, log)
+        measure_same_targets(name, best, args, log)
     log(f"{name}: done, results in {results}")
 
 
@@ -768,15 +789,16 @@ def main(argv=None):
                     if name not in seen and (not args.runs or name in args.runs):
                         seen.add(name)
                         run_one(name, recipe, args, machine, log)
-        if args.command == "word-order":
-            # a measurement without the by-context scores this binary can add is not current
-            by_context = "--by-context" in eval_flags(args.binary)
-            measure_done_runs(experiments, args, log, "word_order.json", measure_word_order,
-                              lambda record: "by_context" in record or not by_context)
-        if args.command == "same-targets":
-            measure_done_runs(experiments, args, log, "same_targets.json", measure_same_targets)
-        report(with_dependent_claims(manifest, experiments), args, log, manifest)
-        write_verdicts(manifest, args, log)  # every experiment's claim, not only those just reported
+        with results_lock(args.results, log):
+            if args.command == "word-order":
+                # a measurement without the by-context scores this binary can add is not current
+                by_context = "--by-context" in eval_flags(args.binary)
+                measure_done_runs(experiments, args, log, "word_order.json", measure_word_order,
+                                  lambda record: "by_context" in record or not by_context)
+            if args.command == "same-targets":
+                measure_done_runs(experiments, args, log, "same_targets.json", measure_same_targets)
+            report(with_dependent_claims(manifest, experiments), args, log, manifest)
+            write_verdicts(manifest, args, log)  # every experiment's claim, not only those just reported
     except ExperimentError as e:
         print(f"experiments: {e}", file=sys.stderr)
         return 1

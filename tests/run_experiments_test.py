@@ -5,6 +5,7 @@ a changed recipe and bad input are refused.
 Usage: run_experiments_test.py LINFORMER_BINARY   (run from the repository root, as CTest does)
 """
 import csv
+import fcntl
 import json
 import math
 import os
@@ -297,6 +298,29 @@ class RunExperiments(unittest.TestCase):
         with open(os.path.join(self.results, "other", "README.md")) as f:
             line = next(x for x in f if x.startswith("| tiny_k8 | 10 |"))
         self.assertEqual(line.split(" | ")[-2], "–")  # the peak RSS column
+
+    def test_a_report_waits_while_another_lane_writes_the_results(self):
+        # Two lanes of run_experiments.sh share RESULTS: the one publishing a run or a report holds
+        # it (a lock on the folder), and the other waits instead of reading half-written files.
+        r = self.run_script("tiny_k")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        readme = os.path.join(self.results, "tiny_k", "README.md")
+        os.remove(readme)
+        lock = os.open(self.results, os.O_RDONLY)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another lane writing
+            report = subprocess.Popen([SCRIPT, "--report-only", "tiny_k", "--manifest", self.manifest, "--runs-dir",
+                                       self.runs, "--results", self.results], stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True)
+            self.assertEqual(report.stdout.readline().strip(),
+                             f"experiments: waiting for {self.results}: another run_experiments.sh is writing it")
+            self.assertIsNone(report.poll())
+            self.assertFalse(os.path.exists(readme), "the report wrote while another lane held the results")
+        finally:
+            os.close(lock)  # that lane done
+        out, _ = report.communicate(timeout=300)
+        self.assertEqual(report.returncode, 0, out)
+        self.assertTrue(os.path.exists(readme))
 
     def test_the_shipped_manifest_loads(self):
         r = subprocess.run([SCRIPT, "--list"], capture_output=True, text=True)
