@@ -570,7 +570,10 @@ class CitedNumbers(unittest.TestCase):
         sigma = spreads["seeds_n512_warmup_transformer"]
         self.cited(f"at n = 512 it ends at {statistics.mean(ppl):.1f} ± {statistics.stdev(ppl):.1f} over three seeds "
                    f"({', '.join(f'{p:.1f}' for p in ppl)})")
-        self.cited("the noise pooled over the Transformer's seeds, k = 64's and k = 128's")
+        self.cited("the noise pooled over the Transformer's seeds, k = 32's, k = 64's and k = 128's")
+        pooled = next(c for c in self.v["claims"] if c["experiment"] == "k_n512_warmup")["noise"]["models"]
+        self.assertEqual(sorted(pooled), sorted(f"{m}_long_sinusoidal_warmup128" for m in (
+            "transformer_n512", "linformer_n512_k32", "linformer_n512_k64", "linformer_n512_k128")))
         self.cited(f"at seeds 2 and 3 at {ppl[1]:.1f} and {ppl[2]:.1f}")
         self.cited(f"a seed spread of {sigma:.1%}, a ninth of the Linformer's")
         self.assertAlmostEqual(spreads["seeds_n512_warmup"] / sigma, 9, delta=0.5)  # "a ninth"
@@ -590,7 +593,7 @@ class CitedNumbers(unittest.TestCase):
         claim = next(c for c in self.v["claims"] if c["experiment"] == "k_n512_warmup")
         self.cited(f"k = 128, {claim['models'][name]['mean']:.1f} over its three seeds, at "
                    f"{self.interval('k_n512_warmup', 'on_par')} of it at 95%")
-        self.cited(f"k = 64's and k = 128's, σ {100 * claim['noise']['relative']:.1f}%)")
+        self.cited(f"k = 32's, k = 64's and k = 128's, σ {100 * claim['noise']['relative']:.1f}%)")
         every = [r["valid_ppl"] for n, r in self.v["runs"].items()
                  if n.startswith("linformer_n512_k") and "_long_sinusoidal_warmup128" in n and "local" not in n
                  and "band" not in n and not any(p in n for p in ("pool", "conv"))]
