@@ -599,6 +599,15 @@ class CitedNumbers(unittest.TestCase):
                  and "band" not in n and not any(p in n for p in ("pool", "conv"))]
         self.cited(f"against {min(every):.1f}–{max(every):.1f} for every")
 
+    def test_the_k32_seed_numbers_are_the_files(self):
+        name = "linformer_n512_k32_long_sinusoidal_warmup128"
+        seeds = [self.v["runs"][name + s] for s in ("_seed2", "_seed3")]
+        sigma = {s["experiment"]: math.exp(s["log_sd"]) - 1 for s in self.v["seed_spreads"] if s["log_sd"] is not None}
+        self.cited(f"k = 32 at seeds 2 and 3 ends at {seeds[0]['valid_ppl']:.1f} and {seeds[1]['valid_ppl']:.1f} "
+                   f"(`seeds_n512_warmup_k32`, AMD EPYC Zen 5; shuffled words {seeds[0]['test_shuffled_ratio']:.2f}× and "
+                   f"{seeds[1]['test_shuffled_ratio']:.2f}×): σ {100 * sigma['seeds_n512_warmup_k32']:.1f}%")
+        self.assertLess(sigma["seeds_n512_warmup_k32"], min(sigma["seeds_n512_warmup"], sigma["seeds_n512_warmup_k128"]))
+
     def claim(self, experiment):
         return next(c for c in self.v["claims"] if c["experiment"] == experiment)
 
