@@ -608,6 +608,34 @@ class CitedNumbers(unittest.TestCase):
                    f"{seeds[1]['test_shuffled_ratio']:.2f}×): σ {100 * sigma['seeds_n512_warmup_k32']:.1f}%")
         self.assertLess(sigma["seeds_n512_warmup_k32"], min(sigma["seeds_n512_warmup"], sigma["seeds_n512_warmup_k128"]))
 
+    def test_the_sharing_seeds_with_the_warmup_are_the_files(self):
+        claim = self.claim("sharing_n512_warmup")
+        sigma = {s["experiment"]: math.exp(s["log_sd"]) - 1 for s in self.v["seed_spreads"] if s["log_sd"] is not None}
+        ends = {}
+        for variant, spread in (("kv", "seeds_n512_warmup_kv"), ("none", "seeds_n512_warmup_none"),
+                                ("layerwise", "seeds_n512_warmup_layerwise"), ("headwise", "seeds_n512_warmup")):
+            suffix = "" if variant == "headwise" else "_" + variant
+            m = claim["models"][f"linformer_n512_k64{suffix}_long_sinusoidal_warmup128"]
+            self.assertEqual(m["n"], 3)
+            ends[variant] = f"{', '.join(f'{p:.1f}' for p in m['valid_ppl'])} (σ {100 * sigma[spread]:.1f}%)"
+        self.cited(f"kv ends at {ends['kv']}, none at {ends['none']}, layerwise at {ends['layerwise']}, headwise at "
+                   f"{ends['headwise']}")
+        check, pair, _ = self.widest_pair("sharing_n512_warmup")
+        self.assertIn(f"k64/k64_kv {pair}", check["measured"])  # "headwise over kv"
+        kv, headwise = (claim["models"][f"linformer_n512_k64{s}_long_sinusoidal_warmup128"]["valid_ppl"] for s in ("_kv", ""))
+        self.assertLess(max(kv), min(headwise))  # "every kv seed ends below every headwise seed"
+        tolerance = math.log(1.02)  # "the other five pairs cannot tell": their intervals straddle ±2%
+        straddle = [lo < tolerance and hi > -tolerance and not (-tolerance <= lo and hi <= tolerance)
+                    for _, lo, hi in check["log_ratios"]]
+        self.assertEqual((len(straddle), straddle.count(True)), (6, 5))
+        noise = claim["noise"]
+        self.cited(f"the widest pair (headwise over kv) at {pair}, \"{check['outcome']}\" against ±2% "
+                   f"(σ {100 * noise['relative']:.1f}% pooled over the variants' seeds, df {noise['df']})")
+        self.cited(f"The sharing variants, three seeds each, end up to {pair} apart (headwise over kv, "
+                   f"\"{check['outcome']}\")")
+        self.cited(f"the sharing variants of Figure 3c, three seeds each, end up to {pair} apart, "
+                   f"\"{check['outcome']}\"")
+
     def claim(self, experiment):
         return next(c for c in self.v["claims"] if c["experiment"] == experiment)
 
