@@ -1,5 +1,7 @@
 """scripts/projection_locality.py: participation ratios of made-up projections, and bad input refused."""
+import json
 import os
+import re
 import sys
 import tempfile
 import unittest
@@ -60,6 +62,76 @@ class ProjectionLocality(unittest.TestCase):
             with self.assertRaises(SystemExit) as refused:
                 pl.locality(d)
             self.assertIn("no learned projections", str(refused.exception))
+
+
+class PublishedTable(unittest.TestCase):
+    """results/brown/projection_locality/README.md's table against the measurements it reports
+    (projection_locality.json) and each run's word_order.json: every median, head median and range
+    cited is the file's, in layer order where one number stands for each layer."""
+
+    FOLDER = os.path.join(ROOT, "results", "brown", "projection_locality")
+
+    def rows(self):
+        with open(os.path.join(self.FOLDER, "README.md")) as f:
+            lines = [x for x in f if x.startswith("| ") and not x.startswith("| run ")]
+        return [[c.strip() for c in x.strip().strip("|").split(" | ")] for x in lines]
+
+    @staticmethod
+    def numbers(cell):
+        """The cell's integers, without the random width's "(random N)" and "layer L:" labels."""
+        cell = re.sub(r"\(random \d+\)|layer \d+:|\*\*", "", cell)
+        return [int(x) for x in re.findall(r"\d+", cell)]
+
+    def test_every_row_is_the_files(self):
+        with open(os.path.join(self.FOLDER, "projection_locality.json")) as f:
+            measured = json.load(f)
+        rows = self.rows()
+        self.assertGreater(len(rows), 10)
+        for run, nk, order, e_cell, f_cell in rows:
+            name = run.split()[0]
+            with self.subTest(run=name):
+                tensors = measured[name]
+                n = tensors[0]["n"]
+                self.assertEqual(nk.split(", ")[0], str(n))
+                with open(os.path.join(ROOT, "results", "brown", "runs", name, "word_order.json")) as f:
+                    self.assertEqual(order, f"{json.load(f)['ratio']:.3f}")
+                for random in re.findall(r"\(random (\d+)\)", e_cell + f_cell):
+                    self.assertEqual(int(random), round(n / 3))
+                for kind, cell in (("proj_e", e_cell), ("proj_f", f_cell)):
+                    mine = [t for t in tensors if t["tensor"].endswith(kind) or t["tensor"] == "shared_proj"]
+                    if any("head_medians" in t for t in mine):  # a median per head, or their range per layer
+                        heads = {round(m) for t in mine for m in t["head_medians"]}
+                        self.assertTrue(self.numbers(cell))
+                        self.assertLessEqual(set(self.numbers(cell)), heads, cell)
+                    elif self.numbers(cell) or kind == "proj_e":
+                        self.assertEqual(self.numbers(cell), [round(t["median"]) for t in mine], cell)
+
+    def test_the_new_seeds_reading_is_the_files(self):
+        """The paragraph on the ten seed runs measured after the tendency was stated."""
+        with open(os.path.join(self.FOLDER, "projection_locality.json")) as f:
+            measured = json.load(f)
+        with open(os.path.join(ROOT, "results", "brown", "verdicts.json")) as f:
+            ppl = {name: r["valid_ppl"] for name, r in json.load(f)["runs"].items()}
+        with open(os.path.join(self.FOLDER, "README.md")) as f:
+            text = " ".join(f.read().split())
+
+        def most_local(run):
+            return min(m for t in measured[run] for m in t.get("head_medians", [t["median"]]))
+
+        new = [f"linformer_n512_{m}_long_sinusoidal_warmup128_seed{s}"
+               for m in ("k32", "k128", "k64_kv", "k64_none", "k64_layerwise") for s in (2, 3)]
+        local = [round(most_local(r)) for r in new]
+        big = [ppl[r] for r in new if "_k32_" not in r]
+        self.assertIn(f"its most local layer on a median of {min(local)}–{max(local)} positions", text)
+        self.assertIn(f"The eight at k = 64 and 128 end at {min(big):.1f}–{max(big):.1f}", text)
+        self.assertIn(f"k = 32's two at {ppl[new[0]]:.1f} and {ppl[new[1]]:.1f}", text)
+        runs = [r for r in measured if r.startswith("linformer_n512_k") and "_long_sinusoidal_warmup128" in r
+                and "_k32_" not in r and "local" not in r]
+        near = sorted(ppl[r] for r in runs if most_local(r) < 20)
+        far = sorted(ppl[r] for r in runs if most_local(r) >= 20)
+        self.assertLess(max(near), min(far))  # "held every time"
+        self.assertIn(f"the {len(near)} with a layer under 20 positions end at {near[0]:.1f}–{near[-1]:.1f}, the "
+                      f"{len(far)} without one at {' and '.join(f'{p:.1f}' for p in far)}", text)
 
 
 if __name__ == "__main__":
