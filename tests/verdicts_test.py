@@ -566,7 +566,7 @@ class CitedNumbers(unittest.TestCase):
 
     def test_the_transformers_seeds_at_n512_are_the_files(self):
         ppl = [self.v["runs"]["transformer_n512_long_sinusoidal_warmup128" + s]["valid_ppl"] for s in ("", "_seed2", "_seed3")]
-        spreads = {s["experiment"]: math.exp(s["log_sd"]) - 1 for s in self.v["seed_spreads"] if s["log_sd"] is not None}
+        spreads = self.seed_sigmas()
         sigma = spreads["seeds_n512_warmup_transformer"]
         self.cited(f"at n = 512 it ends at {statistics.mean(ppl):.1f} ± {statistics.stdev(ppl):.1f} over three seeds "
                    f"({', '.join(f'{p:.1f}' for p in ppl)})")
@@ -602,7 +602,7 @@ class CitedNumbers(unittest.TestCase):
     def test_the_k32_seed_numbers_are_the_files(self):
         name = "linformer_n512_k32_long_sinusoidal_warmup128"
         seeds = [self.v["runs"][name + s] for s in ("_seed2", "_seed3")]
-        sigma = {s["experiment"]: math.exp(s["log_sd"]) - 1 for s in self.v["seed_spreads"] if s["log_sd"] is not None}
+        sigma = self.seed_sigmas()
         self.cited(f"k = 32 at seeds 2 and 3 ends at {seeds[0]['valid_ppl']:.1f} and {seeds[1]['valid_ppl']:.1f} "
                    f"(`seeds_n512_warmup_k32`, AMD EPYC Zen 5; shuffled words {seeds[0]['test_shuffled_ratio']:.2f}× and "
                    f"{seeds[1]['test_shuffled_ratio']:.2f}×): σ {100 * sigma['seeds_n512_warmup_k32']:.1f}%")
@@ -610,7 +610,7 @@ class CitedNumbers(unittest.TestCase):
 
     def test_the_sharing_seeds_with_the_warmup_are_the_files(self):
         claim = self.claim("sharing_n512_warmup")
-        sigma = {s["experiment"]: math.exp(s["log_sd"]) - 1 for s in self.v["seed_spreads"] if s["log_sd"] is not None}
+        sigma = self.seed_sigmas()
         ends = {}
         for variant, spread in (("kv", "seeds_n512_warmup_kv"), ("none", "seeds_n512_warmup_none"),
                                 ("layerwise", "seeds_n512_warmup_layerwise"), ("headwise", "seeds_n512_warmup")):
@@ -635,6 +635,10 @@ class CitedNumbers(unittest.TestCase):
                    f"\"{check['outcome']}\")")
         self.cited(f"the sharing variants of Figure 3c, three seeds each, end up to {pair} apart, "
                    f"\"{check['outcome']}\"")
+
+    def seed_sigmas(self):
+        """{seed_spread experiment: its seed noise σ as a relative change}, from verdicts.json."""
+        return {s["experiment"]: math.exp(s["log_sd"]) - 1 for s in self.v["seed_spreads"] if s["log_sd"] is not None}
 
     def claim(self, experiment):
         return next(c for c in self.v["claims"] if c["experiment"] == experiment)
