@@ -34,6 +34,14 @@ interval is exact for normal noise and uses the noise measured on the other mode
 with one seed, which a bootstrap cannot. It assumes the models of a claim share one seed noise on
 the log scale (the pooled σ; stated next to every verdict).
 
+Each model's own noise. Seeds do not always bear that out (σ from under 1% to 27% between recipes),
+so every check is judged a second time, where each of its models has two seeds or more, with each
+model's own σ: a Welch interval, ln(A/B) ± t(0.975, ν) · sqrt(s_A²/n_A + s_B²/n_B), ν the
+Welch–Satterthwaite df rounded down (wider, never narrower), the same outcome rules and band (a
+tolerance in σ keeps the pooled σ's width). The full table gives it in its last column; the
+summary names it where it differs. Added on 2026-11-30, after the pooled verdicts were known: a
+check on them, not the declared method.
+
 Outcomes (the old claims' meaning, judged against the noise; band = ±ln(1 + tolerance)):
   on_par   the interval of ln(on_par / baseline) inside the band: "agrees"; outside it (not touching):
            "disagrees"; straddling an edge: "cannot tell at this noise".
@@ -253,6 +261,20 @@ def interval(a, b, sigma, df):
     return d, d - half, d + half
 
 
+def own_noise_interval(a, b):
+    """ln(A/B) and its 95% Welch interval, each model with its own seed noise (its sd of ln
+    perplexity, Welch–Satterthwaite df rounded down), or None when either has fewer than two seeds."""
+    if a["n"] < 2 or b["n"] < 2:
+        return None
+    va, vb = a["log_sd"] ** 2 / a["n"], b["log_sd"] ** 2 / b["n"]
+    d = a["log_mean"] - b["log_mean"]
+    if va + vb == 0:
+        return d, d, d
+    df = (va + vb) ** 2 / (va ** 2 / (a["n"] - 1) + vb ** 2 / (b["n"] - 1))
+    half = t975(max(1, math.floor(df + 1e-9))) * math.sqrt(va + vb)
+    return d, d - half, d + half
+
+
 # ---------------------------------------------------------------------------------------------
 # Judging a claim
 # ---------------------------------------------------------------------------------------------
@@ -300,8 +322,23 @@ def model_text(s):
     return f"{s['mean']:,.1f} ± {s['sd']:,.1f} ({seeds})"
 
 
+def decide(kind, steps, band, limit):
+    """The outcome of a check from its intervals (d, lo, hi) of ln ratios: `steps` as judge() gives
+    them, `band` the two-sided tolerance, `limit` at_most's upper edge."""
+    if kind == "ordered":
+        return worst([AGREES if hi < 0 else DISAGREES if lo > 0 else CANNOT_TELL for _, lo, hi in steps])
+    if kind == "on_par":
+        return within(steps[0][1], steps[0][2], band)
+    if kind == "at_most":  # only the upper edge counts
+        _, lo, hi = steps[0]
+        return AGREES if hi <= limit else DISAGREES if lo > limit else CANNOT_TELL
+    return worst([within(lo, hi, band) for _, lo, hi in steps])  # equal
+
+
 def judge(claim, stats, sigma, df):
-    """[(kind, check, measured, outcome, detail)] of a claim whose models all have results."""
+    """[(kind, check, measured, outcome, steps, own)] of a claim whose models all have results; own:
+    the same check with each model's own seed noise (Welch), {outcome, log_ratios}, or None when a
+    model of it has one seed."""
     tol = claim["tolerance"]
     labels, pattern = short_labels(claim_runs(claim))
     if sigma is not None:
@@ -310,54 +347,59 @@ def judge(claim, stats, sigma, df):
                     else f"{tol['sd']:g} σ ({math.exp(band) - 1:.1%})")
     else:
         band, tol_text = None, (f"{tol['relative']:.0%}" if "relative" in tol else f"{tol['sd']:g} σ")
+    limit = math.log(1 + tol["relative"]) if "relative" in tol else None
     where = f" ({pattern})" if pattern else ""
     rows = []
 
-    def compare(a, b):
-        if sigma is None:
-            return None
-        return interval(stats[a], stats[b], sigma, df)
+    def checked(kind, pairs):
+        """(pooled steps or None, own-noise verdict or None) of the (A, B) pairs, each step ln(A/B)."""
+        steps = [interval(stats[a], stats[b], sigma, df) for a, b in pairs] if sigma is not None else None
+        own = [own_noise_interval(stats[a], stats[b]) for a, b in pairs]
+        # A tolerance in units of σ is the pooled σ's: with each model's own noise it keeps that width.
+        verdict = ({"outcome": decide(kind, own, band, limit), "log_ratios": [list(o) for o in own]}
+                   if band is not None and None not in own else None)
+        return steps, verdict
 
     if "ordered" in claim:
         order = claim["ordered"]
-        steps = [compare(b, a) for a, b in zip(order, order[1:])]
+        steps, own = checked("ordered", list(zip(order[1:], order)))
         measured = " → ".join(model_text(stats[r]) for r in order)
-        if sigma is None:
+        if steps is None:
             outcome = CANNOT_TELL
         else:
-            outcome = worst([AGREES if hi < 0 else DISAGREES if lo > 0 else CANNOT_TELL for _, lo, hi in steps])
+            outcome = decide("ordered", steps, band, limit)
             measured += ": " + ", ".join(ratio_text(*s) for s in steps)
+        if own:
+            own["measured"] = ", ".join(ratio_text(*s) for s in own["log_ratios"])
         rows.append(("ordered", "perplexity falls along " + " → ".join(labels[r] for r in order) + where,
-                     measured, outcome, steps))
+                     measured, outcome, steps or [], own))
     for kind in (k for k in PAIRED if k in claim):
         a, b = claim[kind], claim["baseline"]
-        step = compare(a, b)
+        steps, own = checked(kind, [(a, b)])
         measured = f"{model_text(stats[a])} vs {model_text(stats[b])}"
-        if step is None:
-            outcome = CANNOT_TELL
-        elif kind == "on_par":
-            outcome = within(step[1], step[2], band)
-        else:  # at_most: only the upper edge counts
-            limit = math.log(1 + tol["relative"])
-            outcome = AGREES if step[2] <= limit else DISAGREES if step[1] > limit else CANNOT_TELL
-        if step is not None:
-            measured += ": " + ratio_text(*step)
+        outcome = CANNOT_TELL if steps is None else decide(kind, steps, band, limit)
+        if steps is not None:
+            measured += ": " + ratio_text(*steps[0])
+        if own:
+            own["measured"] = ratio_text(*own["log_ratios"][0])
         check = (f"{labels[a]} within {tol_text} of {labels[b]}" if kind == "on_par"
                  else f"{labels[a]} at most {1 + tol['relative']:g}× {labels[b]}")
-        rows.append((kind, check + where, measured, outcome, [step]))
+        rows.append((kind, check + where, measured, outcome, steps or [None], own))
     if "equal" in claim:
         runs = claim["equal"]
         measured = ", ".join(model_text(stats[r]) for r in runs)
-        if sigma is None:
+        steps, own = checked("equal", [(a, b) for i, a in enumerate(runs) for b in runs[i + 1:]])
+        by_mean = sorted(runs, key=lambda r: stats[r]["log_mean"])  # two models even when the means tie
+        high, low = by_mean[-1], by_mean[0]
+        if steps is None:
             outcome, steps = CANNOT_TELL, []
         else:
-            steps = [compare(a, b) for i, a in enumerate(runs) for b in runs[i + 1:]]
-            outcome = worst([within(lo, hi, band) for _, lo, hi in steps])
-            by_mean = sorted(runs, key=lambda r: stats[r]["log_mean"])  # two models even when the means tie
-            high, low = by_mean[-1], by_mean[0]
-            measured += f": {labels[high]}/{labels[low]} " + ratio_text(*compare(high, low))
+            outcome = decide("equal", steps, band, limit)
+            measured += f": {labels[high]}/{labels[low]} " + ratio_text(*interval(stats[high], stats[low], sigma, df))
+        if own:
+            own["measured"] = f"{labels[high]}/{labels[low]} " + ratio_text(*own_noise_interval(stats[high], stats[low]))
         rows.append(("equal", f"{', '.join(labels[r] for r in runs)} within {tol_text} of each other{where}",
-                     measured, outcome, steps))
+                     measured, outcome, steps, own))
     return rows
 
 
@@ -395,14 +437,15 @@ def judged(claim, family, experiments, manifest_runs, results, score):
                                       f"{len(models)} models done)"}]
         return out
     out["checks"] = []
-    for kind, check, measured, outcome, steps in judge(claim, models, sigma, df):
+    for kind, check, measured, outcome, steps, own in judge(claim, models, sigma, df):
         if sigma is not None:
             measured += f"; σ {noise['relative']:.1%} (df {df}{', ' + family if family else ''})"
         else:
             measured += "; no seeds"
         runs = [claim[kind], claim["baseline"]] if kind in PAIRED else claim[kind]
         out["checks"].append({"kind": kind, "check": check, "measured": measured, "outcome": outcome,
-                              "runs": runs, "log_ratios": [list(s) for s in steps if s is not None]})
+                              "runs": runs, "log_ratios": [list(s) for s in steps if s is not None],
+                              "own_noise": own})
     return out
 
 
@@ -411,7 +454,8 @@ def judged(claim, family, experiments, manifest_runs, results, score):
 # ---------------------------------------------------------------------------------------------
 
 VERDICT_HEADER = ("| claim (paper) | check | measured: final validation perplexity, mean ± sd (seeds); ratio of "
-                  "geometric means [95% t interval]; seed noise σ of ln perplexity | verdict |\n|---|---|---|---|\n")
+                  "geometric means [95% t interval]; seed noise σ of ln perplexity | verdict | with each model's own "
+                  "noise: [95% Welch interval]; verdict |\n|---|---|---|---|---|\n")
 
 
 def claim_rows(verdict, link=True):
@@ -422,8 +466,16 @@ def claim_rows(verdict, link=True):
     checks = verdict["checks"] + [{**c, "check": "on the same targets: " + c["check"],
                                    "measured": c["measured"] + (retrained_note(same) if c["kind"] != "missing" else "")}
                                   for c in (same or {}).get("checks", [])]
-    return "".join(f"| {paper if i == 0 else ''} | {c['check']} | {c['measured']} | {c['outcome']} |\n"
+    return "".join(f"| {paper if i == 0 else ''} | {c['check']} | {c['measured']} | {c['outcome']} | {own_text(c)} |\n"
                    for i, c in enumerate(checks))
+
+
+def own_text(check):
+    """The last column: the check judged with each model's own seed noise, or why it cannot be."""
+    own = check.get("own_noise")
+    if check["kind"] == "missing":
+        return ""
+    return f"{own['measured']}; {own['outcome']}" if own else "– (a model with one seed)"
 
 
 def retrained_note(same):
@@ -516,7 +568,8 @@ def build(experiments, results):
         values = [runs[r]["valid_ppl"] for r in e["names"] if r in runs]
         spreads[name] = max(values) / min(values) - 1 if len(values) >= 2 else None
     across = [runs[r]["valid_ppl"] for x in FIGURE3_20M if x in experiments for r in experiments[x]["names"] if r in runs]
-    return {"method": "scripts/verdicts.py: ln perplexity, pooled seed sd, 95% Student t intervals",
+    return {"method": ("scripts/verdicts.py: ln perplexity, pooled seed sd, 95% Student t intervals; as a check, "
+                       "each model's own seed sd, 95% Welch intervals (own_noise)"),
             "claims": [claim_verdict(x, experiments, manifest_runs, results) for x, e in experiments.items() if e["claim"]],
             "seed_spreads": [seed_spread(x, e, results) for x, e in experiments.items() if e["seed_spread"]],
             "runs": runs, "experiment_spreads": spreads,
@@ -598,8 +651,12 @@ def short_outcome(outcome):
 
 
 def outcomes_text(checks):
-    return "; ".join(f"{CHECK_NAMES[c['kind']]}: {short_outcome(c['outcome'])}" if c["kind"] != "missing"
-                     else c["outcome"] for c in checks)
+    """Each check's outcome, and its outcome with each model's own noise where that differs."""
+    def text(c):
+        own = c.get("own_noise")
+        differs = f" (own noise: {short_outcome(own['outcome'])})" if own and own["outcome"] != c["outcome"] else ""
+        return f"{CHECK_NAMES[c['kind']]}: {short_outcome(c['outcome'])}{differs}"
+    return "; ".join(text(c) if c["kind"] != "missing" else c["outcome"] for c in checks)
 
 
 def summary_row(v):
@@ -623,8 +680,9 @@ def summary(verdicts):
         text += (f"| {len(rest)} more claims, in the full table: "
                  + (names if len(names) <= 150 else names[:149] + "…") + " | | | |\n")
     return (text + "\nSeed noise σ of ln perplexity, one recipe at several seeds: " + noise_range(verdicts["seed_spreads"])
-            + ". \"Cannot tell\": at this noise the 95% interval straddles the tolerance. Every check with its "
-            "interval, and every recipe's seed noise: [the full table](README.md).\n")
+            + ". \"Cannot tell\": at this noise the 95% interval straddles the tolerance. \"Own noise\": the "
+            "verdict where it differs when each model keeps its own seed noise (a Welch interval) instead of the "
+            "pooled σ. Every check with both intervals, and every recipe's seed noise: [the full table](README.md).\n")
 
 
 def noise_range(spreads):

@@ -252,6 +252,57 @@ class MadeUpRuns(unittest.TestCase):
         self.assertIn("[the full table](results/brown/README.md).\n<!-- verdict:end -->", text)
         assert_short_cells(self, text)
 
+    def test_each_models_own_noise_is_a_welch_interval_worked_out_here(self):
+        # `high` at three seeds whose logs are ln 125 + 0.01, - 0.01, + 0 (sd 0.01) against base (sd
+        # 0.1): pooled, σ = sqrt((0.02 + 0.0002) / 4), the interval ln 1.25 ± t(4) σ sqrt(2/3) lies
+        # above the 2% band: disagrees. With each model's own sd the Welch interval is wider.
+        for name, log in (("high", 0.01), ("high_seed2", -0.01), ("high_seed3", 0.0)):
+            write_run(self.results, name, 125 * math.exp(log))
+            with open(os.path.join(self.dir.name, name + ".toml"), "w") as f:
+                f.write("\n")
+        with open(self.manifest, "a") as f:
+            f.write('[high_seeds]\nrecipes = ["high.toml", "high_seed2.toml", "high_seed3.toml"]\nseed_spread = true\n'
+                    '[high_vs_base]\nrecipes = ["base.toml", "high.toml"]\n[high_vs_base.claim]\npaper = "high on par"\n'
+                    'baseline = "base.toml"\non_par = "high.toml"\ntolerance = 0.02\n'
+                    '[high_at_most]\nrecipes = ["base.toml", "high.toml"]\n[high_at_most.claim]\npaper = "high at most 2x"\n'
+                    'baseline = "base.toml"\nat_most = "high.toml"\ntolerance = 1.0\n')
+        self.assertEqual(self.generate().returncode, 0)
+        claims = self.claims()
+        check = claims["high_vs_base"]["checks"][0]
+        d = math.log(1.25)
+        pooled = 2.776 * math.sqrt(0.0202 / 4) * math.sqrt(2 / 3)  # t(0.975, 4) = 2.776
+        self.assertAlmostEqual(check["log_ratios"][0][1], d - pooled, places=9)
+        self.assertGreater(d - pooled, math.log(1.02))
+        self.assertEqual(check["outcome"], "disagrees")
+
+        va, vb = statistics.variance([0.01, -0.01, 0]) / 3, statistics.variance([0.1, -0.1, 0]) / 3
+        welch_df = (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 2)
+        self.assertEqual(math.floor(welch_df), 2)  # 2.04: t(0.975, 2)
+        half = T_2 * math.sqrt(va + vb)
+        own = check["own_noise"]
+        for got, want in zip(own["log_ratios"][0], (d, d - half, d + half)):
+            self.assertAlmostEqual(got, want, places=9)
+        self.assertLess(d - half, math.log(1.02))  # -0.027: straddles the band's upper edge
+        self.assertEqual(own["outcome"], "cannot tell at this noise")
+
+        # A model with one seed has no noise of its own; the summary names the own-noise outcome only
+        # where it differs, the full table always.
+        self.assertIsNone(claims["fast_vs_base"]["checks"][0]["own_noise"])
+        self.assertEqual(claims["near_6sd"]["checks"][0]["own_noise"], None)
+        with open(self.readme) as f:
+            text = f.read()
+        self.assertIn("| on par: **disagrees** (own noise: cannot tell) |\n", text)
+        self.assertIn("| on par: **disagrees** |\n", text)  # fast_vs_base
+        self.assertEqual(claims["high_at_most"]["checks"][0]["own_noise"]["outcome"], "agrees")  # 0.47 < ln 2
+        row = next(line for line in text.splitlines() if "[high_at_most]" in line)
+        self.assertTrue(row.endswith("| at most: **agrees** |"), row)
+        with open(os.path.join(self.results, "verdicts.json")) as f:
+            full = verdicts.table(json.load(f))
+        row = next(line for line in full.splitlines() if line.startswith("| high on par"))
+        self.assertTrue(row.endswith(f"| disagrees | ×1.25 [{math.exp(d - half):.3g}, {math.exp(d + half):.3g}]; "
+                                     "cannot tell at this noise |"), row)
+        self.assertIn("| disagrees | – (a model with one seed) |", full)
+
     def test_check_fails_on_a_stale_readme_and_passes_once_written(self):
         r = self.generate("--check")
         self.assertEqual(r.returncode, 1)
@@ -635,6 +686,61 @@ class CitedNumbers(unittest.TestCase):
                    f"\"{check['outcome']}\")")
         self.cited(f"the sharing variants of Figure 3c, three seeds each, end up to {pair} apart, "
                    f"\"{check['outcome']}\"")
+        own = check["own_noise"]
+        lo, hi = self.shown_interval(own)
+        self.assertEqual(own["measured"].split(" ")[0], "k64/k64_kv")
+        self.cited(f"with each model's own noise, ×{lo:.3g}–{hi:.3g}, \"cannot tell\"")
+        self.assertEqual(own["outcome"], verdicts.CANNOT_TELL)
+        self.cited(f"the pair's Welch interval is {own['measured'].split(' ', 1)[1]}, \"{own['outcome']}\"")
+
+    def test_each_models_own_noise_is_the_files(self):
+        # What the guide calls each pooled disagreement, by experiment and reading.
+        names = {("k_main_job", ""): "k = 128 over full attention at n = 128",
+                 ("length_k64", ""): "Figure 3d at 20 M tokens (n = 2048 over n = 512,",
+                 ("k_n512_warmup", ""): "k = 128 over the Transformer at n = 512 with the warm-up",
+                 ("remedy_n512_warmup", ""): "the local start's k = 256 against the 1.25× goal",
+                 ("k_n1024", ""): "k = 256 over the Transformer at n = 1024",
+                 ("k_n1024", "same"): "the same on the same targets",
+                 ("length_k64", "same"): "Figure 3d on the same targets",
+                 ("sharing_n512_warmup", ""): "Figure 3c with the warm-up (headwise over kv,"}
+        held, turned, unjudged = [], [], 0
+        for c in self.v["claims"]:
+            for reading, judged in (("", c), ("same", c.get("same_targets"))):
+                for check in (judged or {}).get("checks", []):
+                    own = check.get("own_noise")
+                    if check["outcome"] != "disagrees":
+                        continue
+                    if own is None:
+                        unjudged += 1
+                        continue
+                    ratio = "×" + own["measured"].split("×", 1)[1]  # an equal check's labels dropped
+                    name = names[c["experiment"], reading]  # ends with "," inside a parenthesis of its own
+                    (held if own["outcome"] == "disagrees" else turned).append(
+                        f"{name} {ratio}" if name.endswith(",") else f"{name} ({ratio}")
+        hold = (f"Of the {len(held) + len(turned)} \"disagrees\" it can judge (not the {unjudged} of Figure 3b "
+                f"with the warm-up, whose Linformers have one seed), {len(held)} hold:")
+        become = f"{len(turned)} become \"cannot tell\":"
+        self.cited(hold)
+        self.cited(become)
+        start = self.readme.index(hold)
+        middle = self.readme.index(become, start)
+        end = self.readme.index("either way", middle)
+        for texts, where in ((held, self.readme[start:middle]), (turned, self.readme[middle:end])):
+            for text in texts:
+                self.assertIn(text, where)
+        band = self.claim("band_n512_warmup")["checks"][0]
+        self.assertEqual((band["outcome"], band["own_noise"]["outcome"]), ("agrees", "agrees"))
+        self.cited(f"The band's goal \"agrees\" either way ({band['own_noise']['measured']})")
+        sigma = self.seed_sigmas()
+        self.cited(f"headwise's seeds spread {100 * sigma['seeds_n512_warmup']:.1f}%, kv's "
+                   f"{100 * sigma['seeds_n512_warmup_kv']:.1f}%")
+        self.cited(f"the recipes' own σ run from {100 * min(sigma.values()):.1f}% to {100 * max(sigma.values()):.1f}%")
+
+    @staticmethod
+    def shown_interval(own):
+        """(lo, hi) of the ratio an own-noise verdict shows ('[labels ]×r [lo, hi]')."""
+        lo, hi = own["measured"].split("[")[1].rstrip("]").split(", ")
+        return float(lo), float(hi)
 
     def seed_sigmas(self):
         """{seed_spread experiment: its seed noise σ as a relative change}, from verdicts.json."""
@@ -740,6 +846,17 @@ class CitedNumbers(unittest.TestCase):
                   for r in m["seeds"]}
         self.assertTrue(scored and all("_seed" in r for r in scored))  # "seeds 2 and 3 ... seed 1's checkpoints were gone"
         self.cited(f"at n = 1024 k = 256 ends a little above it ({self.interval('k_n1024', 'on_par')}), beyond the paper's 2%")
+        own = {(x, same): next(c for c in self.checks(x, same) if c["kind"] == kind)["own_noise"]
+               for x, kind in (("k_n1024", "on_par"), ("length_k64", "equal")) for same in (False, True)}
+        _, lo, hi = own["k_n1024", False]["log_ratios"][0]
+        self.cited(f"not surely with each model's own (×{math.exp(lo):.3g}–{math.exp(hi):.3g})")
+        self.assertEqual([o["outcome"] for o in own.values()], [verdicts.CANNOT_TELL, verdicts.CANNOT_TELL,
+                                                                 verdicts.DISAGREES, verdicts.CANNOT_TELL])
+        above = [o for o in own.values() if self.shown_interval(o)[0] > 1]  # "two of the four stay above 1"
+        self.assertEqual([o["measured"].split("×")[0] for o in above], ["", "n2048/n512 "])
+        self.cited(f"two of the four intervals stay above 1, k = 256 over the Transformer at "
+                   f"{own['k_n1024', False]['measured']} and n = 2048 over n = 512 at "
+                   f"{own['length_k64', False]['measured'].split(' ', 1)[1]}, and only the latter beyond ±2%")
 
     def test_the_band_cost_numbers_are_the_files(self):
         ratios = {}
