@@ -33,7 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from experiments import ExperimentError, machine_description  # noqa: E402
 from experiments import read_manifest as read_pretraining_manifest  # noqa: E402
-from verdicts import t975  # noqa: E402
+from verdicts import sample_sd, t975, welch_half_width  # noqa: E402
 
 MANIFEST = os.path.join(ROOT, "recipes", "finetune", "experiments.toml")
 PRETRAINING = os.path.join(ROOT, "recipes", "brown", "experiments.toml")
@@ -394,11 +394,18 @@ def finetune_noise(m, table):
     return (math.sqrt(squares / df), df) if df else (None, 0)
 
 
+def judge_difference(d, half, tolerance):
+    """The paper's half point, one-sided: the interval d ± half above −tolerance agrees, all below disagrees."""
+    return ("agrees" if d - half >= -tolerance else "disagrees" if d + half < -tolerance
+            else "cannot tell at this noise")
+
+
 def verdict_lines(m, table):
     """The paper's claim checked per Linformer encoder: its test accuracy against the reference
     Transformer's, averaged over the tasks both have runs for, judged against the fine-tuning seed
-    noise (a 95% t interval of the difference, as scripts/verdicts.py does for pretraining); and how
-    much of the pretraining's gain over the random encoder it keeps on those tasks."""
+    noise (a 95% t interval of the difference, as scripts/verdicts.py does for pretraining), and
+    again with each encoder's own seed noise (a Welch interval, as there); and how much of the
+    pretraining's gain over the random encoder it keeps on those tasks."""
     reference, tolerance = m["reference"], m["tolerance"]
     sigma, df = finetune_noise(m, table)
     noise = (f"σ = {sigma:.2f} points (df {df}), the sd over fine-tuning seeds of an encoder's mean over the tasks, "
@@ -411,9 +418,11 @@ def verdict_lines(m, table):
              f"sqrt(1/n + 1/n_ref), n the seeds run on every task; it agrees when the whole interval is above "
              f"−{tolerance:g} points, disagrees when it is all below, and otherwise cannot tell at this noise. "
              f"\"Gain kept\": (encoder − none) / ({reference} − none) on the same tasks, where `none` has runs for "
-             f"them.", "",
-             f"| encoder | tasks | seeds | accuracy | {reference} | difference [95% interval] | gain kept | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"them. The last column judges the same difference with each encoder's own seed noise (a 95% Welch "
+             f"interval, where both have two seeds or more; a check on the pooled σ, added on 2026-11-30).", "",
+             f"| encoder | tasks | seeds | accuracy | {reference} | difference [95% interval] | gain kept | verdict | "
+             f"with each encoder's own noise [95% Welch interval]; verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for encoder in m["encoders"]:
         if encoder in (reference, RANDOM):
             continue
@@ -425,7 +434,7 @@ def verdict_lines(m, table):
             if mine is not None and ref is not None:
                 pairs.append((mine, ref, task_means(table, task, RANDOM)[0], seeds, task))
         if not pairs:
-            lines.append(f"| {encoder} | 0 of {len(m['tasks'])} | | | | | | not run yet |")
+            lines.append(f"| {encoder} | 0 of {len(m['tasks'])} | | | | | | not run yet | |")
             continue
         mine = sum(p[0] for p in pairs) / len(pairs)
         ref = sum(p[1] for p in pairs) / len(pairs)
@@ -436,16 +445,18 @@ def verdict_lines(m, table):
             gain = f"{100 * (mine - none) / (ref - none):.0f}%" if ref != none else "–"
         partial = "" if len(pairs) == len(m["tasks"]) else " (not all tasks)"
         d, interval, verdict = mine - ref, "", "cannot tell at this noise"
+        tasks = [p[4] for p in pairs]
+        values, ref_values = (list(seed_means(table, tasks, e).values()) for e in (encoder, reference))
         if sigma is not None:
-            tasks = [p[4] for p in pairs]
-            n = max(1, len(seed_means(table, tasks, encoder)))
-            n_ref = max(1, len(seed_means(table, tasks, reference)))
-            half = t975(df) * sigma * math.sqrt(1 / n + 1 / n_ref)
+            half = t975(df) * sigma * math.sqrt(1 / max(1, len(values)) + 1 / max(1, len(ref_values)))
             interval = f" [{d - half:+.1f}, {d + half:+.1f}]"
-            verdict = ("agrees" if d - half >= -tolerance else "disagrees" if d + half < -tolerance
-                       else "cannot tell at this noise")
+            verdict = judge_difference(d, half, tolerance)
+        own = "– (one seed)"
+        if len(values) >= 2 and len(ref_values) >= 2:
+            half = welch_half_width(sample_sd(values), len(values), sample_sd(ref_values), len(ref_values))
+            own = f"[{d - half:+.1f}, {d + half:+.1f}]; {judge_difference(d, half, tolerance)}"
         lines.append(f"| {encoder} | {len(pairs)} of {len(m['tasks'])} | {seeds} | {mine:.1f} | {ref:.1f} | "
-                     f"{d:+.1f}{interval} | {gain} | {verdict + partial} |")
+                     f"{d:+.1f}{interval} | {gain} | {verdict + partial} | {own} |")
     return lines + [""]
 
 

@@ -261,17 +261,24 @@ def interval(a, b, sigma, df):
     return d, d - half, d + half
 
 
+def welch_half_width(sd_a, n_a, sd_b, n_b):
+    """The half width of a 95% Welch interval on the difference of two means, each sample with its
+    own sd (n ≥ 2 each): t(0.975, ν) · sqrt(sd_A²/n_A + sd_B²/n_B), ν the Welch–Satterthwaite df
+    rounded down (wider, never narrower)."""
+    va, vb = sd_a ** 2 / n_a, sd_b ** 2 / n_b
+    if va + vb == 0:
+        return 0.0
+    df = (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1))
+    return t975(max(1, math.floor(df + 1e-9))) * math.sqrt(va + vb)
+
+
 def own_noise_interval(a, b):
     """ln(A/B) and its 95% Welch interval, each model with its own seed noise (its sd of ln
-    perplexity, Welch–Satterthwaite df rounded down), or None when either has fewer than two seeds."""
+    perplexity), or None when either has fewer than two seeds."""
     if a["n"] < 2 or b["n"] < 2:
         return None
-    va, vb = a["log_sd"] ** 2 / a["n"], b["log_sd"] ** 2 / b["n"]
     d = a["log_mean"] - b["log_mean"]
-    if va + vb == 0:
-        return d, d, d
-    df = (va + vb) ** 2 / (va ** 2 / (a["n"] - 1) + vb ** 2 / (b["n"] - 1))
-    half = t975(max(1, math.floor(df + 1e-9))) * math.sqrt(va + vb)
+    half = welch_half_width(a["log_sd"], a["n"], b["log_sd"], b["n"])
     return d, d - half, d + half
 
 

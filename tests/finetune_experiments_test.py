@@ -3,6 +3,7 @@ seconds per epoch from the validation rows, missing runs said, the average over 
 incomplete when a task lacks a run; run refuses a --task, --encoder or --seed the manifest does
 not list, naming what it lists."""
 import json
+import math
 import os
 import sys
 import tempfile
@@ -74,30 +75,49 @@ class Report(unittest.TestCase):
                           text)
             self.assertNotIn("| tr | 1 of 2", text)
 
-    def test_verdicts_are_judged_against_the_fine_tuning_seed_noise(self):
-        # tr at three seeds whose two-task means are 74, 75, 76: sd 1.0 point, df 2; each Linformer
-        # one seed: the difference's interval is ± 4.303 · 1.0 · sqrt(1 + 1/3) = ± 4.97 points.
+    @staticmethod
+    def two_task_report(encoders, runs):
+        """The report of a table of tasks a and b, reference tr, the paper's half point, from runs
+        (encoder, seed, accuracy on a, accuracy on b)."""
         with tempfile.TemporaryDirectory() as tmp:
             manifest = os.path.join(tmp, "m.toml")
             with open(manifest, "w") as f:
                 f.write('[[table]]\nname = "n512"\ntasks = ["a.toml", "b.toml"]\n'
-                        'encoders = ["tr", "low", "close", "high"]\nseeds = [1, 2, 3]\nreference = "tr"\n'
-                        'tolerance = 0.5\n')
+                        f'encoders = {json.dumps(encoders)}\nseeds = [1, 2, 3]\nreference = "tr"\ntolerance = 0.5\n')
             results = os.path.join(tmp, "results")
-            for seed, (a, b) in enumerate(((0.84, 0.64), (0.85, 0.65), (0.86, 0.66)), start=1):
-                write_run(results, "a", "tr", seed, a, 10)
-                write_run(results, "b", "tr", seed, b, 10)
-            for encoder, (a, b) in (("low", (0.70, 0.50)), ("close", (0.86, 0.66)), ("high", (0.90, 0.70))):
-                write_run(results, "a", encoder, 1, a, 10)
-                write_run(results, "b", encoder, 1, b, 10)
+            for encoder, seed, a, b in runs:
+                write_run(results, "a", encoder, seed, a, 10)
+                write_run(results, "b", encoder, seed, b, 10)
             fe.report(lambda m: None, manifest, results)
             with open(os.path.join(results, "README.md")) as f:
-                text = f.read()
-            self.assertIn("σ = 1.00 points (df 2)", text)
-            # low 60 against 75: -15 ± 4.97, all below -0.5; close 76: +1 ± 4.97 straddles it; high 80: +5 ± 4.97.
-            self.assertIn("| low | 2 of 2 | 1 | 60.0 | 75.0 | -15.0 [-20.0, -10.0] | – | disagrees |", text)
-            self.assertIn("| close | 2 of 2 | 1 | 76.0 | 75.0 | +1.0 [-4.0, +6.0] | – | cannot tell at this noise |", text)
-            self.assertIn("| high | 2 of 2 | 1 | 80.0 | 75.0 | +5.0 [+0.0, +10.0] | – | agrees |", text)
+                return f.read()
+
+    def test_verdicts_are_judged_against_the_fine_tuning_seed_noise(self):
+        # tr at three seeds whose two-task means are 74, 75, 76: sd 1.0 point, df 2; each Linformer
+        # one seed: the difference's interval is ± 4.303 · 1.0 · sqrt(1 + 1/3) = ± 4.97 points.
+        tr = [("tr", seed, a, b) for seed, (a, b) in enumerate(((0.84, 0.64), (0.85, 0.65), (0.86, 0.66)), start=1)]
+        text = self.two_task_report(["tr", "low", "close", "high"], tr + [
+            ("low", 1, 0.70, 0.50), ("close", 1, 0.86, 0.66), ("high", 1, 0.90, 0.70)])
+        self.assertIn("σ = 1.00 points (df 2)", text)
+        # low 60 against 75: -15 ± 4.97, all below -0.5; close 76: +1 ± 4.97 straddles it; high 80: +5 ± 4.97.
+        self.assertIn("| low | 2 of 2 | 1 | 60.0 | 75.0 | -15.0 [-20.0, -10.0] | – | disagrees |", text)
+        self.assertIn("| close | 2 of 2 | 1 | 76.0 | 75.0 | +1.0 [-4.0, +6.0] | – | cannot tell at this noise |", text)
+        self.assertIn("| high | 2 of 2 | 1 | 80.0 | 75.0 | +5.0 [+0.0, +10.0] | – | agrees |", text)
+
+    def test_each_encoders_own_noise_is_a_welch_interval_worked_out_here(self):
+        # tr's two-task means 74, 75, 76 (sd 1.0), wide's 70, 74, 78 (sd 4.0), one's a single seed.
+        # Pooled: σ² = (2 + 32) / 4, ± 2.776 · σ · sqrt(2/3) = ± 6.61 around -1. Welch: variances of
+        # the means 16/3 and 1/3, df (17/3)² / ((16/3)² / 2 + (1/3)² / 2) = 2.25, so t(0.975, 2) =
+        # 4.303 and ± 4.303 · sqrt(17/3) = ± 10.24; one (a seed): ± 2.776 · σ · sqrt(4/3) = ± 9.35 around -5.
+        runs = [("one", 1, 0.80, 0.60)]
+        for seed, (tr, wide) in enumerate(((0.74, 0.70), (0.75, 0.74), (0.76, 0.78)), start=1):
+            runs += [("tr", seed, tr + 0.09, tr - 0.09), ("wide", seed, wide + 0.09, wide - 0.09)]
+        text = self.two_task_report(["tr", "wide", "one"], runs)
+        self.assertIn(f"σ = {math.sqrt(34 / 4):.2f} points (df 4)", text)
+        self.assertIn("| wide | 2 of 2 | 3 | 74.0 | 75.0 | -1.0 [-7.6, +5.6] | – | cannot tell at this noise | "
+                      "[-11.2, +9.2]; cannot tell at this noise |", text)
+        self.assertIn("| one | 2 of 2 | 1 | 70.0 | 75.0 | -5.0 [-14.3, +4.3] | – | cannot tell at this noise | "
+                      "– (one seed) |", text)
 
     def test_an_encoder_pretrained_twice_is_named(self):
         # lin's seed 3 read a checkpoint pretrained again (another final validation perplexity);

@@ -735,6 +735,11 @@ class CitedNumbers(unittest.TestCase):
         self.cited(f"headwise's seeds spread {100 * sigma['seeds_n512_warmup']:.1f}%, kv's "
                    f"{100 * sigma['seeds_n512_warmup_kv']:.1f}%")
         self.cited(f"the recipes' own σ run from {100 * min(sigma.values()):.1f}% to {100 * max(sigma.values()):.1f}%")
+        rows = [[c.strip() for c in line.strip("|").split(" | ")] for line in self.finetune_report().splitlines()
+                if line.startswith("| linformer") and line.count(" | ") == 8]  # the verdict tables' rows
+        pooled = [r for r in rows if r[7] == "disagrees"]
+        self.assertEqual([r[0] for r in pooled if r[8].endswith("; disagrees")], ["linformer_n512_k128"])
+        self.cited(f"of their {len(pooled)} \"disagrees\", only k = 128's at 20 M tokens holds")
 
     @staticmethod
     def shown_interval(own):
@@ -1074,6 +1079,7 @@ class CitedNumbers(unittest.TestCase):
                    f"to {score['linformer_k128'] / score['transformer']:.2f} at n = 1024")
 
     T975 = {4: 2.776, 6: 2.447, 8: 2.306, 10: 2.228, 12: 2.179, 14: 2.145}  # any printed table
+    T975_ALL = {1: 12.706, 2: 4.303, 3: 3.182, **T975}
 
     def finetune_table(self, name):
         """A fine-tuning table of recipes/finetune/experiments.toml worked out from the runs' confusion
@@ -1105,10 +1111,19 @@ class CitedNumbers(unittest.TestCase):
             verdict = ("agrees" if d - half >= -0.5 else "disagrees" if d + half < -0.5
                        else "cannot tell at this noise")  # the paper's half point
             interval, gain = f"{d:+.1f} [{d - half:+.1f}, {d + half:+.1f}]", 100 * (mean - none) / (reference - none)
+            # With each encoder's own noise: Welch, its df (Welch-Satterthwaite) rounded down.
+            own, own_verdict = "– (one seed)", None
+            if n >= 2 and len(means[table["reference"]]) >= 2:
+                va, vb = (statistics.variance(means[e]) / len(means[e]) for e in (encoder, table["reference"]))
+                welch_df = (va + vb) ** 2 / (va ** 2 / (n - 1) + vb ** 2 / (len(means[table["reference"]]) - 1))
+                own_half = self.T975_ALL[math.floor(welch_df)] * math.sqrt(va + vb)
+                own_verdict = ("agrees" if d - own_half >= -0.5 else "disagrees" if d + own_half < -0.5
+                               else "cannot tell at this noise")
+                own = f"[{d - own_half:+.1f}, {d + own_half:+.1f}]; {own_verdict}"
             rows[encoder] = {"seeds": means[encoder], "mean": mean, "difference": d, "high": d + half, "gain": gain,
-                             "verdict": verdict, "interval": interval,
+                             "verdict": verdict, "interval": interval, "own": own, "own_verdict": own_verdict,
                              "row": f"| {encoder} | {len(tasks)} of {len(tasks)} | {n} | {mean:.1f} | {reference:.1f} | "
-                                    f"{interval} | {gain:.0f}% | {verdict} |"}
+                                    f"{interval} | {gain:.0f}% | {verdict} | {own} |"}
         return {"tasks": tasks, "sigma": sigma, "df": df, "reference": reference, "none": none, "rows": rows,
                 "accuracy": accuracy}
 
@@ -1156,6 +1171,10 @@ class CitedNumbers(unittest.TestCase):
             if row["verdict"] == "disagrees":  # in the guide, and in the README's summary
                 self.cited(f"{name} **disagrees** with the paper")
                 self.cited(f"{name} (three seeds, {interval.replace('-', '−')})")
+                self.assertEqual(row["own_verdict"], "cannot tell at this noise")  # "not at its own", "already does"
+                lo, hi = (f"{float(x):+.1f}".replace("-", "−") for x in row["own"].split(";")[0].strip("[]").split(", "))
+                self.cited(f"not at its own ({lo} to {hi})")
+                self.cited(f"with each encoder's own noise, a Welch interval, it already does: {lo} to {hi}")
             self.cited(f"{name} {interval.replace('-', '−')}")
             self.cited(f"| {published} {self.guide_cells(table, encoder)}")
             self.cited(f"({', '.join(f'{m:.1f}' for m in per_seed)}; seeds 2 and 3 on its pretraining done again")
@@ -1237,6 +1256,11 @@ class CitedNumbers(unittest.TestCase):
                    f"their intervals reach at most {max(rows[e]['high'] for e in unsure):+.1f})")
         self.assertEqual(sum(row["verdict"] == "disagrees" for row in rows.values()), 3)
         self.cited("three of the six surely more than half a point")
+        held = [e for e, row in rows.items() if row["own_verdict"] == "disagrees"]
+        self.assertEqual(held, ["linformer_n512_k128"])
+        self.cited("(with each encoder's own noise one, k = 128)")
+        lo, hi = (f"{float(x):+.1f}".replace("-", "−") for x in rows[held[0]]["own"].split(";")[0].strip("[]").split(", "))
+        self.cited(f"(with each encoder's own noise only k = 128 does, {lo} to {hi})")
         # The Linformers' seeds 2 and 3 read their pretraining done again: how far it moved from the
         # published run (the report names both perplexities).
         twice = next(line for line in report.splitlines() if "read more than one pretraining" in line)
