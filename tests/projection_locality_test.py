@@ -134,5 +134,97 @@ class PublishedTable(unittest.TestCase):
                       f"{len(far)} without one at {' and '.join(f'{p:.1f}' for p in far)}", text)
 
 
+class PublishedReading(unittest.TestCase):
+    """The hand-written paragraphs of results/brown/projection_locality/README.md: every median,
+    perplexity and shuffled-words ratio they cite, formatted here from projection_locality.json,
+    verdicts.json and each run's word_order.json."""
+
+    FOLDER = PublishedTable.FOLDER
+
+    def setUp(self):
+        with open(os.path.join(self.FOLDER, "projection_locality.json")) as f:
+            self.measured = json.load(f)
+        with open(os.path.join(ROOT, "results", "brown", "verdicts.json")) as f:
+            self.ppl = {name: r["valid_ppl"] for name, r in json.load(f)["runs"].items()}
+        with open(os.path.join(self.FOLDER, "README.md")) as f:
+            self.text = " ".join(f.read().split())
+
+    def cited(self, text):
+        self.assertIn(text, self.text)
+
+    def median(self, run, layer, kind):
+        """The median row width of one layer's E ("e") or F ("f"), rounded as the page cites it."""
+        suffix = "shared_proj" if kind == "shared" else f"layers.{layer}.attn.proj_{kind}"
+        return round(next(t["median"] for t in self.measured[run] if t["tensor"] == suffix))
+
+    def head(self, run, layer, kind, h):
+        tensor = next(t for t in self.measured[run] if t["tensor"] == f"layers.{layer}.attn.proj_{kind}")
+        return round(tensor["head_medians"][h])
+
+    def order(self, run):
+        with open(os.path.join(ROOT, "results", "brown", "runs", run, "word_order.json")) as f:
+            return f"{json.load(f)['ratio']:.2f}"
+
+    @staticmethod
+    def warmup(model, seed=1):
+        return f"linformer_{model}_long_sinusoidal_warmup128" + (f"_seed{seed}" if seed > 1 else "")
+
+    def test_the_sharing_variants_and_seeds_are_the_files(self):
+        k32, k64, k128 = (self.warmup(f"n512_k{k}") for k in (32, 64, 128))
+        kv, layerwise, none = (self.warmup(f"n512_k64_{s}") for s in ("kv", "layerwise", "none"))
+        self.cited(f"(k = 32: median {self.median(k32, 0, 'f')} positions in layer 0; k = 64: "
+                   f"{self.median(k64, 2, 'f')} in layer 2; k = 128: {self.median(k128, 0, 'f')} in layer 0)")
+        self.cited(f"kv {self.ppl[kv]:.1f} (one layer's E = F on a median of {self.median(kv, 1, 'e')} positions), "
+                   f"layerwise {self.ppl[layerwise]:.1f} (the shared projection on {self.median(layerwise, 0, 'shared')}), "
+                   f"none {self.ppl[none]:.1f} (one head's F in layer 0 on {self.head(none, 0, 'f', 1)}, another's in "
+                   f"layer 3 on {self.head(none, 3, 'f', 1)}), headwise {self.ppl[k64]:.1f} (at best a median of "
+                   f"{self.median(k64, 2, 'f')})")
+        self.assertEqual(min(self.median(k64, layer, kind) for layer in range(4) for kind in "ef"),
+                         self.median(k64, 2, "f"))  # "at best"
+        width = self.median(k32, 0, "f")
+        self.cited(f"median {width}, and ends at {self.ppl[k32]:.1f}: 32 rows of {width} positions cover at most "
+                   f"{32 * width} of 512")
+        seed2, seed3 = (self.warmup("n512_k64", s) for s in (2, 3))
+        self.cited(f"ends at {self.ppl[seed2]:.1f} and {self.ppl[seed3]:.1f} against seed 1's {self.ppl[k64]:.1f}: "
+                   f"seed 2's layer-1 value rows became local (median {self.median(seed2, 1, 'f')} positions), "
+                   f"seed 3's most local layer (layer-1 values) reached a median of {self.median(seed3, 1, 'f')} "
+                   f"and seed 1's best layer {self.median(k64, 2, 'f')}")
+        local = {"kv": self.median(kv, 1, "e"), "seed 2": self.median(seed2, 1, "f"),
+                 "k = 128": self.median(k128, 0, "f"), "layerwise": self.median(layerwise, 0, "shared"),
+                 "none": self.head(none, 0, "f", 1)}
+        near = sorted(self.ppl[r] for r in (kv, seed2, k128, layerwise, none))
+        self.cited(f"end at {near[0]:.1f}–{near[-1]:.1f} ("
+                   + ", ".join(f"{name} {w}" for name, w in local.items())
+                   + f"), the two without one at {self.ppl[seed3]:.1f} and {self.ppl[k64]:.1f}; k = 32 "
+                   f"({width} positions, {self.ppl[k32]:.1f})")
+        self.assertEqual(list(local.values()), sorted(local.values()))
+        self.cited(f"({self.median(seed3, 1, 'f')} and {self.ppl[seed3]:.1f} against {self.median(k64, 2, 'f')} "
+                   f"and {self.ppl[k64]:.1f})")
+
+    def test_the_local_start_and_longer_blocks_are_the_files(self):
+        start = self.warmup("n512_k64_local")
+        spread = [self.median(start, layer, kind) for layer in range(4) for kind in "ef"
+                  if (layer, kind) not in ((0, "f"), (1, "f"))]
+        self.cited(f"ends at {self.ppl[start]:.1f}, below all three random starts, yet most rows spread out again to "
+                   f"random width (medians {min(spread)}–{max(spread)}); layer 1's value rows stayed local (median "
+                   f"{self.median(start, 1, 'f')}) and layer 0's at {self.median(start, 0, 'f')}")
+        n1024, n2048 = self.warmup("n1024_k64"), self.warmup("n2048_k64")
+        self.cited(f"layer 0's value rows became local (median {self.median(n1024, 0, 'f')} positions of 1,024) and "
+                   f"the run uses word order (shuffled words {self.order(n1024)}×, {self.ppl[n1024]:.1f})")
+        widths = [self.median(n2048, layer, kind) for layer in range(4) for kind in "ef"]
+        self.assertEqual(min(widths), self.median(n2048, 1, "f"))  # "at best layer 1's values"
+        self.cited(f"(at best layer 1's values, median {self.median(n2048, 1, 'f')} of 2,048, random {round(2048 / 3)}) "
+                   f"and the run ends a bag-of-words model ({self.order(n2048)}×, {self.ppl[n2048]:.1f})")
+        runs = {k: self.warmup(f"n1024_k{k}") for k in (64, 128, 256)}
+        width = {k: self.median(r, 0, "f") for k, r in runs.items()}
+        ends = {k: f"({self.ppl[r]:.1f}, " for k, r in runs.items()}
+        self.cited(f"k = 256 to a median of {width[256]} positions of 1,024 {ends[256]}shuffled words "
+                   f"{self.order(runs[256])}×), k = 64 to {width[64]} {ends[64]}{self.order(runs[64])}×), "
+                   f"k = 128 to {width[128]} {ends[128]}{self.order(runs[128])}×)")
+        others = [self.median(r, layer, kind) for r in runs.values() for layer in range(1, 4) for kind in "f"]
+        self.cited(f"every other layer's value rows stay near random width ({min(others)}–{max(others)}, random "
+                   f"{round(1024 / 3)})")
+
+
 if __name__ == "__main__":
     unittest.main()
