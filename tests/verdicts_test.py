@@ -807,6 +807,12 @@ class CitedNumbers(unittest.TestCase):
                    + f": the largest over the smallest {pair} "
                    f"(\"{check['outcome']}\" against ±2%, σ {100 * sharing['noise']['relative']:.1f}% pooled, "
                    f"df {sharing['noise']['df']};")
+        own = check["own_noise"]
+        self.assertTrue(own["measured"].startswith("k64_layerwise/k64_none "))
+        lo, hi = self.shown_interval(own)
+        self.assertLess(lo, 1)  # "not beyond each model's own"
+        self.cited(f"above none beyond the pooled noise but not surely by more than 2%, and not beyond each model's own, "
+                   f"×{lo:.3g}–{hi:.3g})")
         below = [1 - self.v["runs"][f"linformer_n512_k64_{v}"]["valid_ppl"] / k64["mean"]
                  for v in ("meanpool", "maxpool", "conv")]
         frozen = self.v["runs"]["linformer_n512_k64_frozen"]["valid_ppl"] / k64["mean"] - 1
@@ -986,7 +992,9 @@ class CitedNumbers(unittest.TestCase):
                    f"{', '.join(f'{a:.1f}' for a in accuracy['brown_genres_15'])}; spam "
                    f"{', '.join(f'{a:.1f}' for a in accuracy['spam'])})")
         self.assertEqual(row["verdict"], "cannot tell at this noise")
-        self.cited(f"{-row['difference']:.1f} points below the Transformer ({interval[band]}, \"cannot tell\")")
+        self.cited(f"{-row['difference']:.1f} points below the Transformer ({interval[band]}, \"cannot tell\"; with each "
+                   f"encoder's own noise {self.own_range(row)})")
+        self.assertLess(row["high"], 0)  # "below it at the pooled noise"
 
     def same_target(self, run):
         """The run's same_targets.json (None without one), checked to be of the one digest."""
@@ -1128,6 +1136,12 @@ class CitedNumbers(unittest.TestCase):
                 "accuracy": accuracy}
 
     @staticmethod
+    def own_range(row):
+        """A fine-tuning row's own-noise interval as the guide writes it: "−4.9 to +1.7"."""
+        lo, hi = row["own"].split(";")[0].strip("[]").split(", ")
+        return f"{lo} to {hi}".replace("-", "−")
+
+    @staticmethod
     def guide_cells(table, encoder):
         """The guide's word-order table cells of an encoder: per-seed accuracies on the 15 genres and
         on spam, the mean and the difference to the Transformer, as docs/results.md writes them."""
@@ -1180,6 +1194,10 @@ class CitedNumbers(unittest.TestCase):
             self.cited(f"({', '.join(f'{m:.1f}' for m in per_seed)}; seeds 2 and 3 on its pretraining done again")
             self.cited(f"{again} against the published {published}")
             self.assertIn(f"{encoder} (", twice)  # the two pretrainings, named in the report
+        below = [table["rows"][f"linformer_n512_{v}_long_sinusoidal_warmup128"] for v in ("k128", "k64_none")]
+        self.assertTrue(all(r["high"] < 0 and r["own_verdict"] == "cannot tell at this noise" for r in below))
+        self.cited(f"k = 128 and sharing none are below the Transformer beyond the pooled noise too (not beyond their "
+                   f"own: {self.own_range(below[0])} and {self.own_range(below[1])})")
 
 
     def test_the_local_start_and_convolution_fine_tuning_seeds_are_the_files(self):
@@ -1201,7 +1219,9 @@ class CitedNumbers(unittest.TestCase):
         self.assertEqual(meanpool["verdict"], "cannot tell at this noise")
         self.assertLess(meanpool["high"], 0)  # below the Transformer beyond the noise
         self.cited(f"ends at {meanpool['mean']:.1f} over three fine-tuning seeds ({', '.join(f'{m:.1f}' for m in meanpool['seeds'])}), "
-                   f"{meanpool['interval'].replace('-', '−')}: below the Transformer beyond the noise")
+                   f"{meanpool['interval'].replace('-', '−')}: below the Transformer beyond the pooled noise (not its own, "
+                   f"{self.own_range(meanpool)})")
+        self.assertEqual(meanpool["own_verdict"], "cannot tell at this noise")
         self.cited(f"ends at {conv['mean']:.1f} over three fine-tuning seeds ({', '.join(f'{m:.1f}' for m in conv['seeds'])}: "
                    f"at seed 1 alone it looked {reference - conv['seeds'][0]:.1f} points behind")
         self.cited(f"{reference - conv['mean']:.1f} below the Transformer, {conv['interval'].replace('-', '−')} on the noise of "
