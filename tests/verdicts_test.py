@@ -890,19 +890,36 @@ class CitedNumbers(unittest.TestCase):
                 same = json.load(f)["perplexity"]
             self.cited(f"{lead} **{run['valid_ppl']:.1f} (test {run['test_ppl']:.1f}; shuffled words "
                        f"{run['test_shuffled_ratio']:.2f}×; {same:.1f} on the same targets)**")
-        k1, k8 = runs[1], runs[8]
-        self.cited(f"keys instead of 64 the band model ends at {k1['valid_ppl']:.1f} and {k8['valid_ppl']:.1f} (one "
-                   "seed each")
-        band = next(c for c in self.v["claims"] if c["experiment"] == "band_n512_warmup")
+        keys = self.claim("band_keys_n512_warmup")
+        models = [keys["models"][f"linformer_n512_k{k}_band4_long_sinusoidal_warmup128"] for k in (1, 8, 64)]
+        self.assertEqual([m["n"] for m in models], [3, 3, 3])
+        means = [f"{m['mean']:.1f} ± {m['sd']:.1f}" for m in models]
+        self.cited(f"keys instead of 64 the band model ends at {means[0]} and {means[1]} (three seeds each")
+        later = [f"{m['valid_ppl'][1]:.1f} and {m['valid_ppl'][2]:.1f}" for m in models[:2]]
+        sigma = self.seed_sigmas()
+        self.cited(f"at seeds 2 and 3 k = 1 ends at {later[0]}, k = 8 at {later[1]}")
+        self.cited(f"{means[0]} and {means[1]} over three seeds (σ {100 * sigma['seeds_n512_band_k1']:.1f}% and "
+                   f"{100 * sigma['seeds_n512_band_k8']:.1f}%), level with k = 64's {means[2]}")
+        minutes = []
+        for r in (r for m in models[:2] for r in m["seeds"][1:]):  # seeds 2 and 3 of k = 1 and 8
+            with open(os.path.join(ROOT, "results", "brown", "runs", r, "run.json")) as f:
+                minutes.append(json.load(f)["sessions"][-1]["wall_seconds"] / 60)
+        self.cited(f"({min(minutes):.0f}–{max(minutes):.0f} minutes a run)")
+        band = self.claim("band_n512_warmup")
         model = band["models"]["linformer_n512_k64_band4_long_sinusoidal_warmup128"]
-        self.cited(f"level with k = 64's {model['mean']:.1f} ± {model['sd']:.1f} over three seeds")
+        self.assertEqual(f"{model['mean']:.1f} ± {model['sd']:.1f}", means[2])
         # The ordered claim's two steps, their intervals and outcome, as verdicts.json has them.
-        keys = next(c for c in self.v["claims"] if c["experiment"] == "band_keys_n512_warmup")
         check = keys["checks"][0]
         self.assertEqual(check["outcome"], "cannot tell at this noise")
         steps = [verdicts.ratio_text(*step) for step in check["log_ratios"]]
         self.cited(f"k = 1 → 8 **{steps[0]}**, k = 8 → 64 **{steps[1]}** (σ "
-                   f"{100 * (math.exp(keys['noise']['sigma']) - 1):.1f}%, the band's three seeds, df {keys['noise']['df']})")
+                   f"{100 * (math.exp(keys['noise']['sigma']) - 1):.1f}%, pooled over the three models' seeds, df "
+                   f"{keys['noise']['df']}), \"{check['outcome']}\", with each model's own noise too "
+                   f"({check['own_noise']['measured']})")
+        self.assertEqual(check["own_noise"]["outcome"], check["outcome"])
+        reach = max(max(1 - math.exp(lo), math.exp(hi) - 1) for _, lo, hi in check["log_ratios"])
+        self.cited(f"each pooled interval bounds what the keys change to about {100 * reach:.0f}%")
+        self.cited(f"less than the 95% intervals' reach of about {100 * reach:.0f}% (\"cannot tell\")")
 
     def test_the_band_numbers_are_the_files(self):
         name = "linformer_n512_k64_band4_long_sinusoidal_warmup128"
