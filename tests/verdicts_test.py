@@ -921,6 +921,29 @@ class CitedNumbers(unittest.TestCase):
         self.cited(f"each pooled interval bounds what the keys change to about {100 * reach:.0f}%")
         self.cited(f"less than the 95% intervals' reach of about {100 * reach:.0f}% (\"cannot tell\")")
 
+    def test_figure_3a_at_45m_tokens_without_the_warmup_is_the_files(self):
+        claim = self.claim("k_n512_long")
+        k128 = claim["models"]["linformer_n512_k128_long"]
+        self.assertEqual(k128["n"], 3)
+        seeds = [self.v["runs"][r] for r in k128["seeds"][1:]]
+        self.cited(f"ends at {seeds[0]['valid_ppl']:.1f} and {seeds[1]['valid_ppl']:.1f} (shuffled words "
+                   f"{seeds[0]['test_shuffled_ratio']:.2f}× and {seeds[1]['test_shuffled_ratio']:.2f}×), σ "
+                   f"{100 * claim['noise']['relative']:.1f}% over its three seeds, the claim's only noise (df "
+                   f"{claim['noise']['df']})")
+        self.assertEqual(claim["noise"]["models"], ["linformer_n512_k128_long"])
+        minutes = set()
+        for r in k128["seeds"][1:]:
+            with open(os.path.join(ROOT, "results", "brown", "runs", r, "run.json")) as f:
+                minutes.add(f"{json.load(f)['sessions'][-1]['wall_seconds'] / 60:.0f}")
+        self.assertEqual(len(minutes), 1)
+        self.cited(f"AMD EPYC Zen 5, {minutes.pop()} minutes a run at one thread")
+        (on_par,), outcome = self.check_text("k_n512_long", "on_par")
+        steps, ordered = self.check_text("k_n512_long", "ordered")
+        self.assertEqual({outcome, ordered}, {verdicts.CANNOT_TELL})
+        self.cited(f"k = 128 at {on_par} of the Transformer and the steps of k at {steps[0]} and {steps[1]}, "
+                   f"\"{outcome}\" (the other models one seed each, so no own-noise reading)")
+        self.assertEqual([c["own_noise"] for c in claim["checks"]], [None, None])
+
     def test_the_band_numbers_are_the_files(self):
         name = "linformer_n512_k64_band4_long_sinusoidal_warmup128"
         runs = [self.v["runs"][r] for r in (name, name + "_seed2", name + "_seed3")]
