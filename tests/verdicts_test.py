@@ -288,7 +288,7 @@ class MadeUpRuns(unittest.TestCase):
         # A model with one seed has no noise of its own; the summary names the own-noise outcome only
         # where it differs, the full table always.
         self.assertIsNone(claims["fast_vs_base"]["checks"][0]["own_noise"])
-        self.assertEqual(claims["near_6sd"]["checks"][0]["own_noise"], None)
+        self.assertIsNone(claims["near_6sd"]["checks"][0]["own_noise"])
         with open(self.readme) as f:
             text = f.read()
         self.assertIn("| on par: **disagrees** (own noise: cannot tell) |\n", text)
