@@ -923,26 +923,56 @@ class CitedNumbers(unittest.TestCase):
 
     def test_figure_3a_at_45m_tokens_without_the_warmup_is_the_files(self):
         claim = self.claim("k_n512_long")
-        k128 = claim["models"]["linformer_n512_k128_long"]
-        self.assertEqual(k128["n"], 3)
-        seeds = [self.v["runs"][r] for r in k128["seeds"][1:]]
-        self.cited(f"ends at {seeds[0]['valid_ppl']:.1f} and {seeds[1]['valid_ppl']:.1f} (shuffled words "
-                   f"{seeds[0]['test_shuffled_ratio']:.2f}× and {seeds[1]['test_shuffled_ratio']:.2f}×), σ "
-                   f"{100 * claim['noise']['relative']:.1f}% over its three seeds, the claim's only noise (df "
-                   f"{claim['noise']['df']})")
-        self.assertEqual(claim["noise"]["models"], ["linformer_n512_k128_long"])
-        minutes = set()
-        for r in k128["seeds"][1:]:
-            with open(os.path.join(ROOT, "results", "brown", "runs", r, "run.json")) as f:
-                minutes.add(f"{json.load(f)['sessions'][-1]['wall_seconds'] / 60:.0f}")
-        self.assertEqual(len(minutes), 1)
-        self.cited(f"AMD EPYC Zen 5, {minutes.pop()} minutes a run at one thread")
+        labels = {"transformer_n512_long": "the Transformer", "linformer_n512_k32_long": "k = 32",
+                  "linformer_n512_k64_long": "k = 64", "linformer_n512_k128_long": "k = 128"}
+        first = {m: self.v["runs"][m] for m in labels}
+        unigram = sorted(r["valid_ratio_to_unigram"] for r in first.values())
+        shuffled = sorted(r["test_shuffled_ratio"] for r in first.values())
+        below = 1 - first["linformer_n512_k128_long"]["valid_ppl"] / first["transformer_n512_long"]["valid_ppl"]
+        self.cited(f"At seed 1: Linformer k = 32 {first['linformer_n512_k32_long']['valid_ppl']:.1f}, k = 64 "
+                   f"{first['linformer_n512_k64_long']['valid_ppl']:.1f}, k = 128 "
+                   f"{first['linformer_n512_k128_long']['valid_ppl']:.1f}, the Transformer "
+                   f"{first['transformer_n512_long']['valid_ppl']:.1f} ({unigram[0]:.3f}–{unigram[-1]:.3f} × unigram, "
+                   f"shuffled words {shuffled[0]:.3f}–{shuffled[-1]:.3f}×, never 1.10×; k = 128 {below:.1%} below the "
+                   "Transformer")
+        seeded = [m for m in labels if claim["models"][m]["n"] == 3]
+        self.assertIn("transformer_n512_long", seeded)
+        self.assertEqual(claim["noise"]["models"], sorted(seeded))
+        experiments, ends, minutes, shuffled = [], [], [], []
+        for model in seeded:
+            experiment = "seeds_n512_long_" + ("transformer" if model.startswith("transformer") else
+                                               model.split("_")[2])
+            experiments.append(f"`{experiment}`")
+            with open(os.path.join(ROOT, "results", "brown", experiment, "table.json")) as f:
+                table = {row["name"]: row for row in json.load(f)}
+            seeds = claim["models"][model]["seeds"][1:]
+            self.assertEqual({table[r]["order_onset"] for r in claim["models"][model]["seeds"]}, {"never"})
+            ends.append(f"{labels[model]} at {self.v['runs'][seeds[0]]['valid_ppl']:.1f} and "
+                        f"{self.v['runs'][seeds[1]]['valid_ppl']:.1f}")
+            wall = sorted({f"{table[r]['wall_minutes']:.0f}" for r in seeds}, key=int)
+            minutes.append(f"{labels[model]} {'–'.join(wall)}")
+            shuffled += [self.v["runs"][r]["test_shuffled_ratio"] for r in seeds]
+        self.cited(f"At seeds 2 and 3 ({', '.join(experiments)}, declared before the runs; AMD EPYC Zen 5, one "
+                   f"thread a run, two at a time, minutes a run: {', '.join(minutes)})")
+        ends[0] = ends[0].replace(" at ", " ends at ", 1)
+        self.cited(f"{', '.join(ends)} (shuffled words on the test split {min(shuffled):.2f}–{max(shuffled):.2f}×; "
+                   "none 1.10× worse at any validation)")
         (on_par,), outcome = self.check_text("k_n512_long", "on_par")
         steps, ordered = self.check_text("k_n512_long", "ordered")
         self.assertEqual({outcome, ordered}, {verdicts.CANNOT_TELL})
-        self.cited(f"k = 128 at {on_par} of the Transformer and the steps of k at {steps[0]} and {steps[1]}, "
-                   f"\"{outcome}\" (the other models one seed each, so no own-noise reading)")
-        self.assertEqual([c["own_noise"] for c in claim["checks"]], [None, None])
+        self.cited(f"σ {100 * claim['noise']['relative']:.1f}% pooled over their seeds (df {claim['noise']['df']}): "
+                   f"k = 128 at {on_par} of the Transformer and the steps of k at {steps[0]} and {steps[1]}, "
+                   f"\"{outcome}\"")
+        own = [c["own_noise"] for c in claim["checks"]]
+        self.assertEqual(own[1]["outcome"], verdicts.CANNOT_TELL)
+        self.cited(f"with each model's own noise k = 128 at {own[1]['measured']} of the Transformer, the same")
+        if own[0] is None:
+            single = [labels[m] for m in labels if m not in seeded]
+            self.cited(f"({' and '.join(single)} {'keeps' if len(single) == 1 else 'keep'} one seed, so the steps "
+                       "have no own-noise reading)")
+        else:
+            self.assertEqual(own[0]["outcome"], verdicts.CANNOT_TELL)
+            self.cited(f"and the steps at {own[0]['measured']}, the same")
 
     def test_the_band_numbers_are_the_files(self):
         name = "linformer_n512_k64_band4_long_sinusoidal_warmup128"
