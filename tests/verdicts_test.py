@@ -923,9 +923,12 @@ class CitedNumbers(unittest.TestCase):
 
     def test_figure_3a_at_45m_tokens_without_the_warmup_is_the_files(self):
         claim = self.claim("k_n512_long")
-        labels = {"transformer_n512_long": "the Transformer", "linformer_n512_k32_long": "k = 32",
-                  "linformer_n512_k64_long": "k = 64", "linformer_n512_k128_long": "k = 128"}
-        first = {m: self.v["runs"][m] for m in labels}
+        # Each model, as the guide names it, and the seed experiment that declares its seeds 2 and 3.
+        models = {"transformer_n512_long": ("the Transformer", "seeds_n512_long_transformer"),
+                  "linformer_n512_k32_long": ("k = 32", "seeds_n512_long_k32"),
+                  "linformer_n512_k64_long": ("k = 64", "seeds_n512_long_k64"),
+                  "linformer_n512_k128_long": ("k = 128", "seeds_n512_long_k128")}
+        first = {m: self.v["runs"][m] for m in models}
         unigram = sorted(r["valid_ratio_to_unigram"] for r in first.values())
         first_shuffled = sorted(r["test_shuffled_ratio"] for r in first.values())
         below = 1 - first["linformer_n512_k128_long"]["valid_ppl"] / first["transformer_n512_long"]["valid_ppl"]
@@ -935,21 +938,19 @@ class CitedNumbers(unittest.TestCase):
                    f"{first['transformer_n512_long']['valid_ppl']:.1f} ({unigram[0]:.3f}–{unigram[-1]:.3f} × unigram, "
                    f"shuffled words {first_shuffled[0]:.3f}–{first_shuffled[-1]:.3f}×, never 1.10×; k = 128 {below:.1%} below the "
                    "Transformer")
-        self.assertEqual({claim["models"][m]["n"] for m in labels}, {3})
-        self.assertEqual(claim["noise"]["models"], sorted(labels))
+        self.assertEqual({claim["models"][m]["n"] for m in models}, {3})
+        self.assertEqual(claim["noise"]["models"], sorted(models))
         experiments, ends, minutes, shuffled = [], [], [], []
-        for model in labels:
-            experiment = "seeds_n512_long_" + ("transformer" if model.startswith("transformer") else
-                                               model.split("_")[2])
+        for model, (label, experiment) in models.items():
             experiments.append(f"`{experiment}`")
             with open(os.path.join(ROOT, "results", "brown", experiment, "table.json")) as f:
                 table = {row["name"]: row for row in json.load(f)}
             seeds = claim["models"][model]["seeds"][1:]
             self.assertEqual({table[r]["order_onset"] for r in claim["models"][model]["seeds"]}, {"never"})
-            ends.append(f"{labels[model]} at {self.v['runs'][seeds[0]]['valid_ppl']:.1f} and "
+            ends.append(f"{label} at {self.v['runs'][seeds[0]]['valid_ppl']:.1f} and "
                         f"{self.v['runs'][seeds[1]]['valid_ppl']:.1f}")
             wall = sorted({f"{table[r]['wall_minutes']:.0f}" for r in seeds}, key=int)
-            minutes.append(f"{labels[model]} {'–'.join(wall)}")
+            minutes.append(f"{label} {'–'.join(wall)}")
             shuffled += [self.v["runs"][r]["test_shuffled_ratio"] for r in seeds]
         self.cited(f"At seeds 2 and 3 ({', '.join(experiments)}, declared before the runs; AMD EPYC Zen 5, one "
                    f"thread a run, two at a time, minutes a run: {', '.join(minutes)})")
