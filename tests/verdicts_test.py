@@ -1073,40 +1073,75 @@ class CitedNumbers(unittest.TestCase):
         """The same-target records of a model's scored seeds (runs MODEL, MODEL_seed2, MODEL_seed3)."""
         return [r for r in (self.same_target(model + s) for s in ("", "_seed2", "_seed3")) if r]
 
+    def pair_labels(self, check):
+        """The widest pair of an `equal` check as the guide names it: ("n = 2048", "n = 512")."""
+        pair = check["measured"].rsplit(": ", 1)[1].split(" ×")[0]  # "n2048/n512"
+        return tuple(f"n = {x[1:]}" for x in pair.split("/"))
+
+    def test_figure_3d_with_the_warmup_over_its_seeds_is_the_files(self):
+        # length_k64_warmup: seed 1's numbers the paragraph opens with, then every seed run so far
+        # (seeds 2 and 3 declared before their runs), the pooled noise and the widest pair as
+        # verdicts.json has them; each model's own noise only once every model has seeds.
+        claim = self.claim("length_k64_warmup")
+        runs = [f"linformer_n{n}_k64_long_sinusoidal_warmup128" for n in (512, 1024, 2048)]
+        first = [self.v["runs"][r] for r in runs]
+        spread = next(s for s in self.v["seed_spreads"] if s["experiment"] == "seeds_n512_warmup")["spread"]
+        self.cited(f"at seed 1 n = 512 ends at {first[0]['valid_ppl']:.1f}, n = 1024 at **{first[1]['valid_ppl']:.1f} "
+                   f"({first[1]['valid_ratio_to_unigram']:.3f} × unigram; test {first[1]['test_ppl']:.1f}; shuffled words "
+                   f"{first[1]['test_shuffled_ratio']:.2f}×)**, n = 2048 at **{first[2]['valid_ppl']:.1f} "
+                   f"({first[2]['valid_ratio_to_unigram']:.3f} ×; test {first[2]['test_ppl']:.1f}; shuffled words "
+                   f"{first[2]['test_shuffled_ratio']:.2f}×)**: {first[2]['valid_ppl'] / first[0]['valid_ppl'] - 1:.1%} apart, "
+                   f"where the n = 512 recipe's seeds alone spread {spread:.0%}")
+        ends = [f"n = {n} at {self.seeds_text(claim['models'][r])}" for n, r in zip((512, 1024, 2048), runs)]
+        check, pair, _ = self.widest_pair("length_k64_warmup")
+        high, low = self.pair_labels(check)
+        self.cited(f"Over every seed run so far (seeds 2 and 3 declared before their runs, `seeds_n512_warmup`, "
+                   f"`seeds_n1024_warmup_k64`, `seeds_n2048_warmup_k64`) {ends[0]}, {ends[1]} and {ends[2]}: on "
+                   f"{self.pooled_text(claim['noise'])} {high} is at {pair} of {low}, \"{check['outcome']}\" against ±2%")
+        text = "with each model's own noise the widest pair is"
+        if check["own_noise"] is None:
+            self.assertNotIn(text, self.readme)
+        else:
+            self.cited(f"{text} {check['own_noise']['measured']}, \"{check['own_noise']['outcome']}\"")
+
     def test_figure_3d_on_the_same_targets_is_the_files(self):
-        # Each run's same-target score and the retrained checkpoint's validation beside the published
-        # one (same_targets.json), the ratio of n = 2048 to n = 512 (the geometric mean of its scored
-        # seeds) and its interval from the scores, the noise pooled over k = 128's three scored seeds
-        # and k = 64's at n = 512 (the claim's noise), worked out here.
+        # Seed 1's same-target scores and every retrained checkpoint's validation beside the published
+        # one (same_targets.json); over every scored seed the widest pair and its interval worked out
+        # here from the scores, the noise pooled over the claim's models with two scored seeds or more
+        # and k = 128's three at n = 512 (the claim's same_targets experiment).
         seeds = self.same_target_seeds
         runs = [f"linformer_n{n}_k64_long_sinusoidal_warmup128" for n in (512, 1024, 2048)]
-        n512, n1024, n2048 = [seeds(run) for run in runs]
-        self.assertEqual((len(n1024), len(n2048)), (1, 1))
-        for records in (n512, n1024, n2048):
+        scored = [seeds(run) for run in runs]
+        for records in scored:
             for record in records:
-                self.cited(f"{record['retrained']['checkpoint_valid_ppl']:.1f}")
-                self.cited(f"{record['retrained']['published_valid_ppl']:.1f}")
-        for run, records in zip(runs, (n512, n1024, n2048)):
+                if "retrained" in record:  # a checkpoint trained again: the published one was gone
+                    self.cited(f"{record['retrained']['checkpoint_valid_ppl']:.1f}")
+                    self.cited(f"{record['retrained']['published_valid_ppl']:.1f}")
+        for run, records in zip(runs, scored):
             self.assertAlmostEqual(records[0]["retrained"]["published_valid_ppl"], self.v["runs"][run]["valid_ppl"],
                                    places=9)
-        first = [records[0]["perplexity"] for records in (n512, n1024, n2048)]
+        first = [records[0]["perplexity"] for records in scored]
         self.cited(f"**{first[0]:.1f}, {first[1]:.1f} and {first[2]:.1f}**")
-        self.cited(f"they score {first[0]:.1f}, {first[1]:.1f} and {first[2]:.1f}")
         self.cited(f"n = 512 and 1024 {first[1] / first[0] - 1:.1%} apart where their logs had "
                    f"{self.v['runs'][runs[1]]['valid_ppl'] / self.v['runs'][runs[0]]['valid_ppl'] - 1:.1%}")
-        logs512 = [math.log(r["perplexity"]) for r in n512]
-        groups = [logs512, [math.log(r["perplexity"]) for r in seeds("linformer_n512_k128_long_sinusoidal_warmup128")]]
-        groups = [g for g in groups if len(g) > 1]
+        logs = {n: [math.log(r["perplexity"]) for r in records] for n, records in zip((512, 1024, 2048), scored)}
+        groups = [g for g in [*logs.values(), [math.log(r["perplexity"])
+                                               for r in seeds("linformer_n512_k128_long_sinusoidal_warmup128")]]
+                  if len(g) > 1]
         df = sum(len(g) - 1 for g in groups)
         sigma = math.sqrt(sum((x - statistics.mean(g)) ** 2 for g in groups for x in g) / df)
-        half = {2: 4.303, 3: 3.182, 4: 2.776}[df] * sigma * math.sqrt(1 / len(logs512) + 1)
-        d = math.log(n2048[0]["perplexity"]) - statistics.mean(logs512)
-        self.cited(f"n = 2048 is {math.exp(d) - 1:.0%} above n = 512")
-        ratio = f"×{math.exp(d):.3g} [{math.exp(d - half):.3g}, {math.exp(d + half):.3g}]"
-        self.cited(f"{ratio} on the verdict's noise (σ {math.exp(sigma) - 1:.1%}")
-        claim = next(c for c in self.v["claims"] if c["experiment"] == "length_k64_warmup")
-        self.assertEqual(claim["same_targets"]["checks"][0]["outcome"], "cannot tell at this noise")
-        self.assertIn(ratio, claim["same_targets"]["checks"][0]["measured"])
+        claim = self.claim("length_k64_warmup")["same_targets"]
+        check, pair, (lo, hi) = self.widest_pair("length_k64_warmup", same_targets=True)
+        high, low = (int(label.split(" = ")[1]) for label in self.pair_labels(check))
+        d = statistics.mean(logs[high]) - statistics.mean(logs[low])
+        half = self.T975_ALL[df] * sigma * math.sqrt(1 / len(logs[high]) + 1 / len(logs[low]))
+        self.assertAlmostEqual(d - half, lo, places=9)
+        self.assertAlmostEqual(d + half, hi, places=9)
+        ends = [f"n = {n} {math.exp(statistics.mean(g)):.1f} ({self.WORDS[len(g)]} seed{'s' if len(g) > 1 else ''})"
+                for n, g in logs.items()]
+        self.cited(f"Over every scored seed (geometric means: {', '.join(ends)}) n = {high} is "
+                   f"{math.exp(d) - 1:.0%} above n = {low}, {pair} on {self.pooled_text(claim['noise'])}, "
+                   f"\"{check['outcome']}\" as well")
 
     WORDS = {1: "one", 2: "two", 3: "three"}
 
@@ -1126,7 +1161,7 @@ class CitedNumbers(unittest.TestCase):
             return f"{values[0]} (one seed)"
         return f"{', '.join(values[:-1])} and {values[-1]} (mean {m['mean']:.1f})"
 
-    def pooled_text(self, noise, n):
+    def pooled_text(self, noise, n=None):
         """"the noise pooled over the seeds of k = 64 at n = 512 (σ 26.5%, df 2)", naming each model whose
         seeds the noise pools."""
         labels = [self.warmup_label(m, n) for m in sorted(noise["models"], key=lambda m: m.startswith("linformer"))]
@@ -1221,7 +1256,7 @@ class CitedNumbers(unittest.TestCase):
                    f"{geomean(n1024['linformer_k128']) / geomean(n1024['transformer']):.2f} at n = 1024")
 
     T975 = {4: 2.776, 6: 2.447, 8: 2.306, 10: 2.228, 12: 2.179, 14: 2.145}  # any printed table
-    T975_ALL = {1: 12.706, 2: 4.303, 3: 3.182, **T975}
+    T975_ALL = {1: 12.706, 2: 4.303, 3: 3.182, 5: 2.571, 7: 2.365, 9: 2.262, 11: 2.201, 13: 2.160, **T975}
 
     def finetune_table(self, name):
         """A fine-tuning table of recipes/finetune/experiments.toml worked out from the runs' confusion
