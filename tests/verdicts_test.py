@@ -1161,10 +1161,10 @@ class CitedNumbers(unittest.TestCase):
             return f"{values[0]} (one seed)"
         return f"{', '.join(values[:-1])} and {values[-1]} (mean {m['mean']:.1f})"
 
-    def pooled_text(self, noise, n=None):
+    def pooled_text(self, noise):
         """"the noise pooled over the seeds of k = 64 at n = 512 (σ 26.5%, df 2)", naming each model whose
         seeds the noise pools."""
-        labels = [self.warmup_label(m, n) for m in sorted(noise["models"], key=lambda m: m.startswith("linformer"))]
+        labels = [self.warmup_label(m) for m in sorted(noise["models"], key=lambda m: m.startswith("linformer"))]
         return f"the noise pooled over the seeds of {' and '.join(labels)} (σ {100 * noise['relative']:.1f}%, df {noise['df']})"
 
     def test_figure_3b_with_the_warmup_over_its_seeds_is_the_files(self):
@@ -1183,7 +1183,7 @@ class CitedNumbers(unittest.TestCase):
         (on_par,), outcome = self.check_text("k_n1024_warmup", "on_par")
         steps, ordered = self.check_text("k_n1024_warmup", "ordered")
         self.cited(f"Over every seed run so far (seeds 2 and 3 declared before their runs, `seeds_n1024_warmup_*`) "
-                   f"{', '.join(ends[:-1])} and {ends[-1]}: on {self.pooled_text(claim['noise'], 1024)} "
+                   f"{', '.join(ends[:-1])} and {ends[-1]}: on {self.pooled_text(claim['noise'])} "
                    f"k = 256 is at {on_par} of the Transformer, \"{outcome}\" against ±2%, and the steps of k at "
                    f"{steps[0]} and {steps[1]}, \"{ordered}\"")
         own = {c["kind"]: c["own_noise"] for c in claim["checks"]}
@@ -1238,7 +1238,7 @@ class CitedNumbers(unittest.TestCase):
         n1024 = {m: scores(run(m, 1024)) for m in names}
         for m in names:
             self.assertEqual(claim["models"][run(m, 1024)]["n"], len(n1024[m]))
-        self.cited(f"over every scored seed k = 256 is {on_par} the Transformer on {self.pooled_text(claim['noise'], 1024)}, "
+        self.cited(f"over every scored seed k = 256 is {on_par} the Transformer on {self.pooled_text(claim['noise'])}, "
                    f"\"{outcome}\" again, and the fall along k "
                    f"\"{ordered}\"")
         change = {}
