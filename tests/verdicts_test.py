@@ -1165,7 +1165,8 @@ class CitedNumbers(unittest.TestCase):
         """"the noise pooled over the seeds of k = 64 at n = 512 (σ 26.5%, df 2)", naming each model whose
         seeds the noise pools."""
         labels = [self.warmup_label(m) for m in sorted(noise["models"], key=lambda m: m.startswith("linformer"))]
-        return f"the noise pooled over the seeds of {' and '.join(labels)} (σ {100 * noise['relative']:.1f}%, df {noise['df']})"
+        listed = labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
+        return f"the noise pooled over the seeds of {listed} (σ {100 * noise['relative']:.1f}%, df {noise['df']})"
 
     def test_figure_3b_with_the_warmup_over_its_seeds_is_the_files(self):
         # k_n1024_warmup over every seed run so far (seeds 2 and 3 declared before their runs): each
