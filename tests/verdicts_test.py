@@ -1146,13 +1146,13 @@ class CitedNumbers(unittest.TestCase):
     WORDS = {1: "one", 2: "two", 3: "three"}
 
     @staticmethod
-    def warmup_label(run, n=None):
-        """transformer_n1024_long_sinusoidal_warmup128 -> "the Transformer", with " at n = 1024" unless
-        n is the run's; linformer_n512_k64_..._seed2 -> "k = 64 at n = 512"."""
-        model, at, rest = run.partition("_n")
+    def warmup_label(run):
+        """transformer_n1024_long_sinusoidal_warmup128 -> "the Transformer at n = 1024";
+        linformer_n512_k64_..._seed2 -> "k = 64 at n = 512"."""
+        model, _, rest = run.partition("_n")
         size, _, rest = rest.partition("_")
         label = "the Transformer" if model == "transformer" else f"k = {rest.split('_')[0][1:]}"
-        return label if str(n) == size else f"{label} at n = {size}"
+        return f"{label} at n = {size}"
 
     def seeds_text(self, m):
         """A model's seeds as the guide gives them: "70.3 (one seed)", "70.3, 71.0 and 69.9 (mean 70.4)"."""
