@@ -5,8 +5,8 @@ A manifest (recipes/brown/experiments.toml) names experiments; each lists recipe
 relative to the manifest, that are compared together. A run is named after its recipe file
 (names are unique across the manifest) and trained into RUNS/<name>; its results go into
 RESULTS/runs/<name>/ (metrics.csv, metrics.jsonl, the resolved recipe.toml and run.json:
-commit, machine, wall time, peak memory, final validation, test perplexity at the best
-checkpoint) and each experiment's figure and table into RESULTS/<experiment>/.
+commit, machine, threads, wall time, CPU time, peak memory, final validation, test perplexity at
+the best checkpoint) and each experiment's figure and table into RESULTS/<experiment>/.
 
   experiments.py run    [EXPERIMENT ...]   train what has no results yet, then report
   experiments.py report [EXPERIMENT ...]   figures and tables from the results' metrics only
@@ -108,6 +108,9 @@ def machine_description(binary):
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True).stdout
     commit = re.search(r"\(git ([0-9a-f]+(?:-dirty)?|unknown)", version)  # -dirty: built with uncommitted changes
     isa = re.search(r"CPU ISA used by oneDNN: (\S+)", version)
+    # The threads a run started from here gets (OMP_NUM_THREADS passes on to it): wall times at one
+    # and at two threads are not comparable, so each session names its own.
+    threads = re.search(r"OpenMP threads available: (\d+)", version)
     model, flags = "unknown", set()
     try:
         with open("/proc/cpuinfo") as f:
@@ -121,7 +124,8 @@ def machine_description(binary):
     kind = "avx512_bf16" if "avx512_bf16" in flags else "avx512" if "avx512f" in flags else \
         "avx2" if "avx2" in flags else "other"
     return {"commit": commit.group(1) if commit else "unknown", "cpu": model, "cpus": os.cpu_count(),
-            "kind": kind, "onednn_isa": isa.group(1) if isa else "unknown", "host": platform.node()}
+            "kind": kind, "onednn_isa": isa.group(1) if isa else "unknown", "host": platform.node(),
+            "threads": int(threads.group(1)) if threads else None}
 
 
 def resolved_recipe(binary, recipe):
@@ -191,15 +195,17 @@ def run_one(name, recipe, args, machine, log):
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     time_file = os.path.join(run_dir, "session.time")
     metrics_before = file_digest(os.path.join(run_dir, "metrics.jsonl"))
-    train = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", time_file, args.binary, "train", "--recipe", recipe,
+    train = subprocess.run(["/usr/bin/time", "-f", "%e %M %U %S", "-o", time_file, args.binary, "train", "--recipe", recipe,
                             "--run-dir", run_dir, "--resume", "auto"])
     with open(time_file) as f:
-        wall, rss_kb = f.read().split()[-2:]
-    # A session that trained (a finished run resumed changes nothing and is not one).
+        wall, rss_kb, user, system = f.read().split()[-4:]
+    # A session that trained (a finished run resumed changes nothing and is not one). Its CPU
+    # seconds over its wall seconds show how much of its threads' time it really got.
     if train.returncode != 0 or file_digest(os.path.join(run_dir, "metrics.jsonl")) != metrics_before:
         with open(os.path.join(run_dir, "sessions.jsonl"), "a") as f:
             f.write(json.dumps({"started": started, "wall_seconds": float(wall), "peak_rss_mb": int(rss_kb) / 1024,
-                                "exit_code": train.returncode, "machine": machine}) + "\n")
+                                "cpu_seconds": float(user) + float(system), "exit_code": train.returncode,
+                                "machine": machine}) + "\n")
     if train.returncode != 0:
         raise ExperimentError(f"{name}: linformer train exited with {train.returncode} (log: {run_dir}/train.log)")
 
@@ -239,20 +245,32 @@ def record_untimed_session(run_dir, machine, log, name):
     killed) has no timed session here: record one from its own files, its start from train.log's
     first line and its wall time from the metrics' elapsed seconds (summed over resumes by the
     trainer), but no peak memory: nothing measured it. The machine is this one, with the binary
-    that publishes the run."""
+    that publishes the run; its threads are the ones train.log names (None if its sessions differ)."""
     started = None
     with open(os.path.join(run_dir, "train.log")) as f:
-        stamp = re.match(r"\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)", f.readline())
+        log_text = f.read()
+    stamp = re.match(r"\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)", log_text)
     if stamp:  # the trainer's log stamps local time
         local = datetime.datetime.strptime(f"{stamp.group(1)} {stamp.group(2)}", "%Y-%m-%d %H:%M:%S")
         started = local.astimezone(datetime.timezone.utc).isoformat(timespec="seconds")
     elapsed = read_jsonl(os.path.join(run_dir, "metrics.jsonl"))[-1]["elapsed_seconds"]
+    machine = dict(machine, threads=threads_that_trained(log_text))
     session = {"started": started, "wall_seconds": elapsed, "peak_rss_mb": None, "exit_code": 0, "machine": machine,
                "untimed": "trained outside scripts/run_experiments.sh: wall time from the metrics, peak memory not measured"}
     with open(os.path.join(run_dir, "sessions.jsonl"), "a") as f:
         f.write(json.dumps(session) + "\n")
     log(f"{name}: trained outside this script; recorded as one untimed session (no peak memory)")
     return session
+
+
+def threads_that_trained(log_text):
+    """The threads train.log's sessions that trained ran at (each session opens with its run
+    directory and threads; one resumed after the end logs no update): one number, or None if
+    they differ or none is named."""
+    sessions = re.split(r"(?=\[[^]]*\] \[info\] run directory )", log_text)
+    threads = {int(m.group(1)) for part in sessions if re.search(r"\] update \d+/", part)
+               for m in [re.search(r"resolved recipe in recipe\.toml\), (\d+) threads?\b", part)] if m}
+    return threads.pop() if len(threads) == 1 else None
 
 
 def eval_flags(binary):
@@ -464,9 +482,15 @@ def summarize(results, name):
         "within_minutes": within_minutes(rows, BUDGET_MINUTES),
         "wall_minutes": last["elapsed_seconds"] / 60,
         "peak_rss_mb": max((s["peak_rss_mb"] for s in sessions if s["peak_rss_mb"] is not None), default=None),
-        "machine": "; ".join(sorted({f"{s['machine']['kind']} ({s['machine']['cpu']}), commit {s['machine']['commit']}"
-                                     for s in sessions})),
+        "machine": "; ".join(sorted({machine_text(s["machine"]) for s in sessions})),
     }
+
+
+def machine_text(machine):
+    """One session's machine as the tables name it; the threads only where the session recorded them."""
+    threads = machine.get("threads")
+    return (f"{machine['kind']} ({machine['cpu']}), commit {machine['commit']}"
+            + (f", {threads} thread{'s' if threads != 1 else ''}" if threads else ""))
 
 
 BUDGET_MINUTES = (10, 15, 30)

@@ -31,7 +31,7 @@ import tomllib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from experiments import ExperimentError, machine_description  # noqa: E402
+from experiments import ExperimentError, machine_description, machine_text  # noqa: E402
 from experiments import read_manifest as read_pretraining_manifest  # noqa: E402
 from verdicts import sample_sd, t975, welch_half_width  # noqa: E402
 
@@ -299,9 +299,7 @@ def report(log, manifest=MANIFEST, results=RESULTS, published=PUBLISHED_PRETRAIN
     for m in read_manifest(manifest):
         table = collect(m, results)
         lines += table_lines(m, table, published)
-        machines |= {f"{r['run']['machine']['kind']} ({r['run']['machine']['cpu']}), commit "
-                     f"{r['run']['machine']['commit']}"
-                     for enc in table.values() for runs in enc.values() for r in runs}
+        machines |= {machine_text(r["run"]["machine"]) for enc in table.values() for runs in enc.values() for r in runs}
     lines += ["Machines: " + ("; ".join(sorted(machines)) if machines else "none yet"), ""]
     os.makedirs(results, exist_ok=True)
     with open(os.path.join(results, "README.md"), "w") as f:

@@ -41,12 +41,13 @@ class RunExperiments(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
-    def run_script(self, *args):
+    def run_script(self, *args, threads=None):
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads)) if threads else None
         return subprocess.run([SCRIPT, *args, "--manifest", self.manifest, "--runs-dir", self.runs,
-                               "--results", self.results, "--binary", BINARY], capture_output=True, text=True)
+                               "--results", self.results, "--binary", BINARY], capture_output=True, text=True, env=env)
 
     def test_runs_reports_and_skips_what_is_done(self):
-        r = self.run_script("tiny_k")
+        r = self.run_script("tiny_k", threads=1)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         table = os.path.join(self.results, "tiny_k", "README.md")
         for path in (table, os.path.join(self.results, "tiny_k", "curves.png"),
@@ -79,6 +80,13 @@ class RunExperiments(unittest.TestCase):
             self.assertEqual(len(run["sessions"]), 1)
             self.assertGreater(run["sessions"][0]["peak_rss_mb"], 1.0)
             self.assertIn(run["sessions"][0]["machine"]["kind"], ("avx512_bf16", "avx512", "avx2", "other"))
+            # The threads the run was given (OMP_NUM_THREADS=1 above), and the CPU time it got: at one
+            # thread no more than its wall time (with /usr/bin/time's 10 ms steps).
+            session = run["sessions"][0]
+            self.assertEqual(session["machine"]["threads"], 1)
+            self.assertGreater(session["cpu_seconds"], 0.0)
+            self.assertLessEqual(session["cpu_seconds"], session["wall_seconds"] + 0.02)
+            self.assertEqual(rows[name]["machine"].count(", 1 thread"), 1)
             self.assertTrue(os.path.exists(os.path.join(folder, "recipe.toml")))
             # Word order: the best checkpoint's test perplexity with shuffled words, over the ordered one's.
             with open(os.path.join(folder, "word_order.json")) as f:
@@ -278,10 +286,11 @@ class RunExperiments(unittest.TestCase):
         run_dir = os.path.join(self.runs, "tiny_k8")
         prepare = subprocess.run([BINARY, "prepare", "--recipe", self.variant], capture_output=True, text=True)
         self.assertEqual(prepare.returncode, 0, prepare.stderr)
+        # Trained at two threads, published at one: the session names the two its train.log names.
         train = subprocess.run([BINARY, "train", "--recipe", self.variant, "--run-dir", run_dir],
-                               capture_output=True, text=True)
+                               capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="2"))
         self.assertEqual(train.returncode, 0, train.stderr)
-        r = self.run_script("other")
+        r = self.run_script("other", threads=1)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("tiny_k8: trained outside this script; recorded as one untimed session", r.stdout)
         with open(os.path.join(self.results, "runs", "tiny_k8", "run.json")) as f:
@@ -292,6 +301,7 @@ class RunExperiments(unittest.TestCase):
         self.assertEqual((sessions[0]["exit_code"], sessions[0]["peak_rss_mb"], sessions[0]["wall_seconds"]),
                          (0, None, elapsed))
         self.assertIn("peak memory not measured", sessions[0]["untimed"])
+        self.assertEqual(sessions[0]["machine"]["threads"], 2)
         with open(os.path.join(self.results, "other", "table.json")) as f:
             row = json.load(f)[0]
         self.assertIsNone(row["peak_rss_mb"])
