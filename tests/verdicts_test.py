@@ -701,7 +701,9 @@ class CitedNumbers(unittest.TestCase):
                  ("k_n1024", ""): "k = 256 over the Transformer at n = 1024",
                  ("k_n1024", "same"): "the same on the same targets",
                  ("length_k64", "same"): "Figure 3d on the same targets",
-                 ("sharing_n512_warmup", ""): "Figure 3c with the warm-up (headwise over kv,"}
+                 ("sharing_n512_warmup", ""): "Figure 3c with the warm-up (headwise over kv,",
+                 ("k_n1024_warmup", ""): "k = 256 over the Transformer at n = 1024 with the warm-up",
+                 ("k_n1024_warmup", "same"): "k = 256 over the Transformer at n = 1024 with the warm-up on the same targets"}
         held, turned, unjudged = [], [], 0
         for c in self.v["claims"]:
             for reading, judged in (("", c), ("same", c.get("same_targets"))):
@@ -716,8 +718,8 @@ class CitedNumbers(unittest.TestCase):
                     name = names[c["experiment"], reading]  # ends with "," inside a parenthesis of its own
                     (held if own["outcome"] == "disagrees" else turned).append(
                         f"{name} {ratio}" if name.endswith(",") else f"{name} ({ratio}")
-        hold = (f"Of the {len(held) + len(turned)} \"disagrees\" it can judge (not the {unjudged} of Figure 3b "
-                f"with the warm-up, whose Linformers have one seed), {len(held)} hold:")
+        unjudged_text = f" (not the {unjudged} of Figure 3b with the warm-up, whose k = 256 has one seed)" if unjudged else ""
+        hold = f"Of the {len(held) + len(turned)} \"disagrees\" it can judge{unjudged_text}, {len(held)} hold:"
         become = f"{len(turned)} become \"cannot tell\":"
         self.cited(hold)
         self.cited(become)
@@ -1095,7 +1097,7 @@ class CitedNumbers(unittest.TestCase):
         ends = [f"n = {n} at {self.seeds_text(claim['models'][r])}" for n, r in zip((512, 1024, 2048), runs)]
         check, pair, _ = self.widest_pair("length_k64_warmup")
         high, low = self.pair_labels(check)
-        self.cited(f"Over every seed run so far (seeds 2 and 3 declared before their runs, `seeds_n512_warmup`, "
+        self.cited(f"{self.over_seeds(claim)} (seeds 2 and 3 declared before their runs, `seeds_n512_warmup`, "
                    f"`seeds_n1024_warmup_k64`, `seeds_n2048_warmup_k64`) {ends[0]}, {ends[1]} and {ends[2]}: on "
                    f"{self.pooled_text(claim['noise'])} {high} is at {pair} of {low}, \"{check['outcome']}\" against ±2%")
         text = "with each model's own noise the widest pair is"
@@ -1146,6 +1148,13 @@ class CitedNumbers(unittest.TestCase):
     WORDS = {1: "one", 2: "two", 3: "three"}
 
     @staticmethod
+    def over_seeds(claim):
+        """How a paragraph over a claim's seeds opens: while a model has fewer than three, they are
+        the seeds run so far."""
+        counts = {m["n"] for m in claim["models"].values()}
+        return "Over three seeds each" if counts == {3} else "Over every seed run so far"
+
+    @staticmethod
     def warmup_label(run):
         """transformer_n1024_long_sinusoidal_warmup128 -> "the Transformer at n = 1024";
         linformer_n512_k64_..._seed2 -> "k = 64 at n = 512"."""
@@ -1183,7 +1192,7 @@ class CitedNumbers(unittest.TestCase):
         ends = [f"{label} at {self.seeds_text(claim['models'][m])}" for m, label in models.items()]
         (on_par,), outcome = self.check_text("k_n1024_warmup", "on_par")
         steps, ordered = self.check_text("k_n1024_warmup", "ordered")
-        self.cited(f"Over every seed run so far (seeds 2 and 3 declared before their runs, `seeds_n1024_warmup_*`) "
+        self.cited(f"{self.over_seeds(claim)} (seeds 2 and 3 declared before their runs, `seeds_n1024_warmup_*`) "
                    f"{', '.join(ends[:-1])} and {ends[-1]}: on {self.pooled_text(claim['noise'])} "
                    f"k = 256 is at {on_par} of the Transformer, \"{outcome}\" against ±2%, and the steps of k at "
                    f"{steps[0]} and {steps[1]}, \"{ordered}\"")
