@@ -1216,6 +1216,34 @@ class CitedNumbers(unittest.TestCase):
                    f"{min(every):.1f}–{max(every):.1f} for k = 64, 128, 256 (every seed; Figure 3b: k = 256 at "
                    f"{on_par} of the Transformer), and the fall along k that the paper reports \"{ordered}\"")
 
+    def test_figure_3b_with_the_warmup_cost_is_the_files(self):
+        # What the Transformer costs at n = 1024: seed 1's speeds (verdicts.json), peak memory and
+        # wall time (k_n1024_warmup's table), and seeds 2 and 3's wall times from their run records,
+        # each of which must name the one thread the guide says they ran at.
+        models = [f"{m}_long_sinusoidal_warmup128" for m in ("transformer_n1024", "linformer_n1024_k64",
+                                                               "linformer_n1024_k128", "linformer_n1024_k256")]
+        speed = [self.v["runs"][m]["median_tokens_per_second_after_warmup"] for m in models]
+        self.cited(f"it trains at a median {speed[0]:,.0f} tokens/s against the Linformers' {speed[1]:,.0f} (k = 64), "
+                   f"{speed[2]:,.0f} (k = 128) and {speed[3]:,.0f} (k = 256; `results/brown/verdicts.json`), "
+                   f"{min(speed[1:]) / speed[0]:.1f}–{max(speed[1:]) / speed[0]:.1f}× slower")
+        with open(os.path.join(ROOT, "results", "brown", "k_n1024_warmup", "table.json")) as f:
+            table = {row["name"]: row for row in json.load(f)}
+        peak = [table[m]["peak_rss_mb"] for m in models]
+        wall = [table[m]["wall_minutes"] for m in models]
+        self.cited(f"peaks at {peak[0]:.0f} MB against {min(peak[1:]):.0f}–{max(peak[1:]):.0f}; the whole run took "
+                   f"{wall[0]:.1f} minutes against {min(wall[1:]):.1f}–{max(wall[1:]):.1f} (seed 1,")
+        minutes = {}
+        for m in models:
+            for run in self.claim("k_n1024_warmup")["models"][m]["seeds"][1:]:
+                with open(os.path.join(ROOT, "results", "brown", "runs", run, "run.json")) as f:
+                    sessions = json.load(f)["sessions"]
+                self.assertEqual([s["machine"].get("threads") for s in sessions], [1], run)
+                minutes.setdefault(m, []).append(sessions[0]["wall_seconds"] / 60)
+        linformers = [x for m in models[1:] for x in minutes.get(m, [])]
+        self.cited(f"Seeds 2 and 3, at one thread each and two runs at a time (`results/brown/seeds_n1024_warmup_*`), "
+                   f"took {minutes[models[0]][0]:.1f} and {minutes[models[0]][1]:.1f} minutes for the Transformer "
+                   f"against {min(linformers):.1f}–{max(linformers):.1f} for the Linformers")
+
     def test_figure_3b_on_the_same_targets_is_the_files(self):
         # 3b's four models on 3a's targets: seed 1's score and retrained validation from
         # same_targets.json, the checks over every scored seed as verdicts.json has them, and the
