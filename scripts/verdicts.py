@@ -49,7 +49,9 @@ Outcomes (the old claims' meaning, judged against the noise; band = ±ln(1 + tol
            the interval of ln(at_most / baseline) at or below ln(1 + tolerance): agrees; above it
            (not touching): disagrees; straddling it: cannot tell.
   equal    every pair's interval inside the band: agrees; some pair's outside: disagrees; else
-           cannot tell. The table shows the pair of the largest and smallest mean.
+           cannot tell. The table shows the pair of the largest and smallest mean, and after it
+           the pair that disagrees where that one does not (with each model's own noise a pair of
+           quiet models can be outside the band while the widest, with a noisy one, straddles it).
   ordered  every step's interval of ln(next / previous) below 0: agrees; some step's above 0:
            disagrees; else cannot tell.
 A tolerance is relative (0.02: 2%) or in units of the noise ("3 sd": the band is ±3σ); the table
@@ -395,16 +397,32 @@ def judge(claim, stats, sigma, df):
     if "equal" in claim:
         runs = claim["equal"]
         measured = ", ".join(model_text(stats[r]) for r in runs)
-        steps, own = checked("equal", [(a, b) for i, a in enumerate(runs) for b in runs[i + 1:]])
+        pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1:]]
+        steps, own = checked("equal", pairs)
         by_mean = sorted(runs, key=lambda r: stats[r]["log_mean"])  # two models even when the means tie
         high, low = by_mean[-1], by_mean[0]
+
+        def deciding_pair(intervals, outcome):
+            """'; A/B ×r [lo, hi]', the pair outside the band that makes the check disagree, when the
+            pair shown (largest over smallest mean) does not: with each model's own noise a pair of
+            quiet models can disagree while the widest, with a noisy one, cannot tell."""
+            outside = [(p, i) for p, i in zip(pairs, intervals) if within(i[1], i[2], band) == DISAGREES]
+            if outcome != DISAGREES or any(set(p) == {high, low} for p, _ in outside):
+                return ""
+            (a, b), (d, lo, hi) = max(outside, key=lambda o: abs(o[1][0]))
+            if d < 0:  # shown as the larger over the smaller, as the widest pair is
+                a, b, d, lo, hi = b, a, -d, -hi, -lo
+            return f"; {labels[a]}/{labels[b]} " + ratio_text(d, lo, hi)
+
         if steps is None:
             outcome, steps = CANNOT_TELL, []
         else:
             outcome = decide("equal", steps, band, limit)
-            measured += f": {labels[high]}/{labels[low]} " + ratio_text(*interval(stats[high], stats[low], sigma, df))
+            measured += (f": {labels[high]}/{labels[low]} " + ratio_text(*interval(stats[high], stats[low], sigma, df))
+                         + deciding_pair(steps, outcome))
         if own:
-            own["measured"] = f"{labels[high]}/{labels[low]} " + ratio_text(*own_noise_interval(stats[high], stats[low]))
+            own["measured"] = (f"{labels[high]}/{labels[low]} " + ratio_text(*own_noise_interval(stats[high], stats[low]))
+                               + deciding_pair(own["log_ratios"], own["outcome"]))
         rows.append(("equal", f"{', '.join(labels[r] for r in runs)} within {tol_text} of each other{where}",
                      measured, outcome, steps, own))
     return rows

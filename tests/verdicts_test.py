@@ -475,6 +475,29 @@ same_targets = "seeds"
             self.assertFalse(os.path.exists(os.path.join(self.results, "verdicts.json")))
 
 
+class EqualChecks(unittest.TestCase):
+    def test_an_equal_check_names_the_pair_that_disagrees(self):
+        # Three models at three seeds: `a` noisy (sd of ln ppl 0.5) at 150, `b` and `c` quiet (0.01)
+        # at 100 and 110. With each model's own noise the widest pair a/b cannot tell, but c/b is
+        # outside ±2%: the check disagrees, and its text must show c/b beside a/b. Pooled (σ 0.3,
+        # df 6) every pair straddles the band: no second pair.
+        def model(mean, sd):
+            return {"mean": mean, "sd": sd * mean, "log_mean": math.log(mean), "log_sd": sd, "n": 3,
+                    "declared": ["s1", "s2", "s3"]}
+        stats = {"a": model(150, 0.5), "b": model(100, 0.01), "c": model(110, 0.01)}
+        claim = {"equal": ["a", "b", "c"], "tolerance": {"relative": 0.02}}
+        (kind, _, measured, outcome, _, own), = verdicts.judge(claim, stats, 0.3, 6)
+        self.assertEqual((kind, outcome), ("equal", verdicts.CANNOT_TELL))
+        self.assertNotIn("c/b", measured)
+        self.assertEqual(own["outcome"], verdicts.DISAGREES)
+        half_ab = 4.303 * math.sqrt((0.5 ** 2 + 0.01 ** 2) / 3)  # Welch df 2.0 -> 2 (t 4.303)
+        half_cb = 2.776 * math.sqrt(2 * 0.01 ** 2 / 3)  # equal sds and n: Welch df 4 (t 2.776)
+        d_ab, d_cb = math.log(1.5), math.log(1.1)
+        self.assertEqual(own["measured"],
+                         f"a/b ×{1.5:.3g} [{math.exp(d_ab - half_ab):.3g}, {math.exp(d_ab + half_ab):.3g}]; "
+                         f"c/b ×{1.1:.3g} [{math.exp(d_cb - half_cb):.3g}, {math.exp(d_cb + half_cb):.3g}]")
+
+
 class CommittedResults(unittest.TestCase):
     def test_the_readme_block_and_verdicts_json_are_what_the_committed_results_give(self):
         r = subprocess.run([sys.executable, SCRIPT, "--check"], capture_output=True, text=True)
@@ -703,7 +726,9 @@ class CitedNumbers(unittest.TestCase):
                  ("length_k64", "same"): "Figure 3d on the same targets",
                  ("sharing_n512_warmup", ""): "Figure 3c with the warm-up (headwise over kv,",
                  ("k_n1024_warmup", ""): "k = 256 over the Transformer at n = 1024 with the warm-up",
-                 ("k_n1024_warmup", "same"): "the same on the same targets"}
+                 ("k_n1024_warmup", "same"): "the same on the same targets",
+                 ("length_k64_warmup", ""): "Figure 3d with the warm-up (n = 2048 over n = 1024,",
+                 ("length_k64_warmup", "same"): "the same on the same targets"}
         held, turned, unjudged = [], [], 0
         for c in self.v["claims"]:
             for reading, judged in (("", c), ("same", c.get("same_targets"))):
@@ -714,7 +739,8 @@ class CitedNumbers(unittest.TestCase):
                     if own is None:
                         unjudged += 1
                         continue
-                    ratio = "×" + own["measured"].split("×", 1)[1]  # an equal check's labels dropped
+                    # An equal check's labels dropped; where a pair other than the widest decides, that pair.
+                    ratio = "×" + own["measured"].split("; ")[-1].split("×", 1)[1]
                     name = names[c["experiment"], reading]  # ends with "," inside a parenthesis of its own
                     (held if own["outcome"] == "disagrees" else turned).append(
                         f"{name} {ratio}" if name.endswith(",") else f"{name} ({ratio}")
@@ -1100,11 +1126,35 @@ class CitedNumbers(unittest.TestCase):
         self.cited(f"{self.over_seeds(claim)} (seeds 2 and 3 declared before their runs, `seeds_n512_warmup`, "
                    f"`seeds_n1024_warmup_k64`, `seeds_n2048_warmup_k64`) {ends[0]}, {ends[1]} and {ends[2]}: on "
                    f"{self.pooled_text(claim['noise'])} {high} is at {pair} of {low}, \"{check['outcome']}\" against ±2%")
+        # Word order over the seeds: every n = 2048 seed a bag of words (shuffled words below the
+        # 1.10× that marks the onset of order), every n = 512 and 1024 seed above it.
+        def shuffled(run):
+            return [self.v["runs"][r]["test_shuffled_ratio"] for r in claim["models"][run]["seeds"]]
+        bags, ordered = shuffled(runs[2]), shuffled(runs[0]) + shuffled(runs[1])
+        self.assertLess(max(bags), experiments.ORDER_ONSET_RATIO)
+        self.assertGreaterEqual(min(ordered), experiments.ORDER_ONSET_RATIO)
+        self.cited(f"Every n = 2048 seed ends a bag-of-words model (shuffled words {bags[0]:.2f}×, {bags[1]:.2f}×, "
+                   f"{bags[2]:.2f}×), every n = 512 and 1024 seed learns some word order ({min(ordered):.2f}× to "
+                   f"{max(ordered):.2f}×)")
+        self.cited(f"so do its seeds 2 and 3 (shuffled words {bags[1]:.2f}× and {bags[2]:.2f}× on test), while every "
+                   f"seed at n = 512 and 1024 ends with some word order ({min(ordered):.2f}× to {max(ordered):.2f}×)")
+        same_check, same_pair, _ = self.widest_pair("length_k64_warmup", same_targets=True)
+        means = [claim["models"][r]["mean"] for r in runs]
+        self.cited(f"over three seeds each n = 512, 1024, 2048 end at means of {means[0]:.1f}, {means[1]:.1f} and "
+                   f"{means[2]:.1f}, {high} at {pair} of {low} where the paper's Figure 3d (k = 256) is flat: "
+                   f"\"{check['outcome']}\" (on the same targets {same_pair}, \"{same_check['outcome']}\" too)")
         text = "with each model's own noise the widest pair is"
-        if check["own_noise"] is None:
+        own = check["own_noise"]
+        if own is None:
             self.assertNotIn(text, self.readme)
-        else:
-            self.cited(f"{text} {check['own_noise']['measured']}, \"{check['own_noise']['outcome']}\"")
+        else:  # "n2048/n512 ×r [lo, hi]", then the pair that decides if another does
+            widest, *deciding = own["measured"].split("; ")
+            cited = f"{text} at ×{widest.split(' ×', 1)[1]}"
+            if deciding:
+                pair, ratio = deciding[0].split(" ×")
+                high, low = (f"n = {x[1:]}" for x in pair.split("/"))
+                cited += f", but {high} over {low} is at ×{ratio}, outside ±2%"
+            self.cited(f"{cited}: \"{own['outcome']}\"")
 
     def test_figure_3d_on_the_same_targets_is_the_files(self):
         # Seed 1's same-target scores and every retrained checkpoint's validation beside the published
