@@ -1296,6 +1296,26 @@ class CitedNumbers(unittest.TestCase):
                    f"took {minutes[models[0]][0]:.1f} and {minutes[models[0]][1]:.1f} minutes for the Transformer "
                    f"against {min(linformers):.1f}–{max(linformers):.1f} for the Linformers")
 
+    def test_the_band_with_the_local_start_is_the_files(self):
+        # band_n512_warmup's second band run (k = 128 started local, one seed at two threads, binary
+        # 4b4fbb8) against the Transformer's geometric mean over its seeds and k = 64 with the band.
+        run = "linformer_n512_k128_local_band4_long_sinusoidal_warmup128"
+        r = self.v["runs"][run]
+        models = self.claim("band_n512_warmup")["models"]
+        transformer = models["transformer_n512_long_sinusoidal_warmup128"]
+        band = models["linformer_n512_k64_band4_long_sinusoidal_warmup128"]
+        to_transformer = r["valid_ppl"] / math.exp(transformer["log_mean"])
+        self.assertLessEqual(to_transformer, 1.25)  # "within the goal too"
+        self.cited(f"ends at **{r['valid_ppl']:.1f} (test {r['test_ppl']:.1f}; shuffled words "
+                   f"{r['test_shuffled_ratio']:.2f}×; {self.same_target(run)['perplexity']:.1f} on the same targets)**, "
+                   f"{to_transformer:.3f}× the Transformer's geometric mean over its {self.WORDS[transformer['n']]} seeds: "
+                   f"within the goal too, and {r['valid_ppl'] / math.exp(band['log_mean']) - 1:.1%} above k = 64 with the "
+                   f"band ({band['mean']:.1f} ± {band['sd']:.1f})")
+        with open(os.path.join(ROOT, "results", "brown", "runs", run, "run.json")) as f:
+            sessions = json.load(f)["sessions"]
+        self.assertEqual([(s["machine"]["commit"], s["machine"]["threads"]) for s in sessions], [("4b4fbb8", 2)])
+        self.assertFalse(os.path.exists(os.path.join(ROOT, "results", "brown", "runs", run + "_seed2")))  # one seed
+
     def test_figure_3b_on_the_same_targets_is_the_files(self):
         # 3b's four models on 3a's targets: seed 1's score and retrained validation from
         # same_targets.json, the checks over every scored seed as verdicts.json has them, and the
