@@ -929,8 +929,7 @@ class CitedNumbers(unittest.TestCase):
                    f"{100 * sigma['seeds_n512_band_k8']:.1f}%), level with k = 64's {means[2]}")
         minutes = []
         for r in (r for m in models[:2] for r in m["seeds"][1:]):  # seeds 2 and 3 of k = 1 and 8
-            with open(os.path.join(ROOT, "results", "brown", "runs", r, "run.json")) as f:
-                minutes.append(json.load(f)["sessions"][-1]["wall_seconds"] / 60)
+            minutes.append(self.sessions(r)[-1]["wall_seconds"] / 60)
         self.cited(f"({min(minutes):.0f}–{max(minutes):.0f} minutes a run)")
         band = self.claim("band_n512_warmup")
         model = band["models"]["linformer_n512_k64_band4_long_sinusoidal_warmup128"]
@@ -1101,10 +1100,20 @@ class CitedNumbers(unittest.TestCase):
         """The same-target records of a model's scored seeds (runs MODEL, MODEL_seed2, MODEL_seed3)."""
         return [r for r in (self.same_target(model + s) for s in ("", "_seed2", "_seed3")) if r]
 
+    @staticmethod
+    def sessions(run):
+        """The training sessions a published run's run.json records."""
+        with open(os.path.join(ROOT, "results", "brown", "runs", run, "run.json")) as f:
+            return json.load(f)["sessions"]
+
+    @staticmethod
+    def n_labels(pair):
+        """"n2048/n512" as the guide names it: ("n = 2048", "n = 512")."""
+        return tuple(f"n = {x[1:]}" for x in pair.split("/"))
+
     def pair_labels(self, check):
         """The widest pair of an `equal` check as the guide names it: ("n = 2048", "n = 512")."""
-        pair = check["measured"].rsplit(": ", 1)[1].split(" ×")[0]  # "n2048/n512"
-        return tuple(f"n = {x[1:]}" for x in pair.split("/"))
+        return self.n_labels(check["measured"].rsplit(": ", 1)[1].split(" ×")[0])
 
     def test_figure_3d_with_the_warmup_over_its_seeds_is_the_files(self):
         # length_k64_warmup: seed 1's numbers the paragraph opens with, then every seed run so far
@@ -1152,7 +1161,7 @@ class CitedNumbers(unittest.TestCase):
             cited = f"{text} at ×{widest.split(' ×', 1)[1]}"
             if deciding:
                 pair, ratio = deciding[0].split(" ×")
-                high, low = (f"n = {x[1:]}" for x in pair.split("/"))
+                high, low = self.n_labels(pair)
                 cited += f", but {high} over {low} is at ×{ratio}, outside ±2%"
             self.cited(f"{cited}: \"{own['outcome']}\"")
 
@@ -1287,8 +1296,7 @@ class CitedNumbers(unittest.TestCase):
         minutes = {}
         for m in models:
             for run in self.claim("k_n1024_warmup")["models"][m]["seeds"][1:]:
-                with open(os.path.join(ROOT, "results", "brown", "runs", run, "run.json")) as f:
-                    sessions = json.load(f)["sessions"]
+                sessions = self.sessions(run)
                 self.assertEqual([s["machine"].get("threads") for s in sessions], [1], run)
                 minutes.setdefault(m, []).append(sessions[0]["wall_seconds"] / 60)
         linformers = [x for m in models[1:] for x in minutes.get(m, [])]
@@ -1311,9 +1319,8 @@ class CitedNumbers(unittest.TestCase):
                    f"{to_transformer:.3f}× the Transformer's geometric mean over its {self.WORDS[transformer['n']]} seeds: "
                    f"within the goal too, and {r['valid_ppl'] / math.exp(band['log_mean']) - 1:.1%} above k = 64 with the "
                    f"band ({band['mean']:.1f} ± {band['sd']:.1f})")
-        with open(os.path.join(ROOT, "results", "brown", "runs", run, "run.json")) as f:
-            sessions = json.load(f)["sessions"]
-        self.assertEqual([(s["machine"]["commit"], s["machine"]["threads"]) for s in sessions], [("4b4fbb8", 2)])
+        self.assertEqual([(s["machine"]["commit"], s["machine"]["threads"]) for s in self.sessions(run)],
+                         [("4b4fbb8", 2)])
         self.assertFalse(os.path.exists(os.path.join(ROOT, "results", "brown", "runs", run + "_seed2")))  # one seed
 
     def test_figure_3b_on_the_same_targets_is_the_files(self):
