@@ -540,7 +540,8 @@ TEST_F(TrainTest, ACheckpointWrittenBeforeAKeyMovedStillEvaluates) {
     config::load_recipe(recipe_path);
     FAIL() << "a recipe with a moved key was accepted";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unknown key 'finetune.epochs' (did you mean 'train.max_epochs'?)"));
+    EXPECT_THAT(e.what(), HasSubstr("unknown key 'finetune.epochs' (moved to 'train.max_epochs' in a fine-tuning "
+                                    "recipe; a pretraining recipe never read it: delete it there)"));
   }
 }
 

@@ -149,11 +149,11 @@ Recipe load_recipe(const std::string& path, const std::vector<std::string>& over
 
 Recipe load_written_recipe(const std::string& path) {
   toml::table table = parse_recipe_file(path);
-  for (const auto& [old_key, new_key] : moved_keys()) {
+  for (const auto& [old_key, moved] : moved_keys()) {
     const size_t dot = old_key.find('.');
     toml::table* section = table[old_key.substr(0, dot)].as_table();
     if (!section || !section->erase(old_key.substr(dot + 1))) continue;
-    spdlog::warn("{}: '{}' was written by an older linformer (the key is '{}' now); ignored", path, old_key, new_key);
+    spdlog::warn("{}: '{}' was written by an older linformer (the key is '{}' now); ignored", path, old_key, moved.now);
   }
   return resolve(path, {Layer{path, std::move(table)}});
 }

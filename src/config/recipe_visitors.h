@@ -100,7 +100,10 @@ class TomlReader {
       if (seen_.count(k) || allowed.count(k)) continue;
       const std::string full_key = join_key(prefix_, k);
       std::string message = fmt::format("{}: unknown key '{}'", where(key.source()), full_key);
-      if (auto match = closest_match(full_key, known_keys_)) message += fmt::format(" (did you mean '{}'?)", *match);
+      if (const auto moved = moved_keys().find(full_key); moved != moved_keys().end())
+        message += fmt::format(" (moved to '{}' {})", moved->second.now, moved->second.advice);
+      else if (auto match = closest_match(full_key, known_keys_))
+        message += fmt::format(" (did you mean '{}'?)", *match);
       errors_.push_back(message);
     }
   }

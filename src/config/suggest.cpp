@@ -30,14 +30,17 @@ std::string last_component(const std::string& key) {
 }
 }  // namespace
 
-const std::map<std::string, std::string>& moved_keys() {
-  static const std::map<std::string, std::string> moved = {{"finetune.epochs", "train.max_epochs"}};
+const std::map<std::string, MovedKey>& moved_keys() {
+  // Pretraining never read finetune.epochs, and train.max_epochs would stop a pretraining run.
+  static const std::map<std::string, MovedKey> moved = {
+      {"finetune.epochs",
+       {"train.max_epochs", "in a fine-tuning recipe; a pretraining recipe never read it: delete it there"}}};
   return moved;
 }
 
 std::optional<std::string> closest_match(const std::string& word, const std::vector<std::string>& candidates) {
   // Keys that moved: an older recipe's key names its new place.
-  if (const auto it = moved_keys().find(word); it != moved_keys().end()) return it->second;
+  if (const auto it = moved_keys().find(word); it != moved_keys().end()) return it->second.now;
   // A key whose name exists in another section is misplaced, more likely than mistyped ("data.heads"
   // is model.heads, not data.seed three edits away).
   const std::string leaf = last_component(word);

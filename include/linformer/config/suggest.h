@@ -18,9 +18,16 @@ int edit_distance(const std::string& a, const std::string& b);
 // otherwise nothing.
 std::optional<std::string> closest_match(const std::string& word, const std::vector<std::string>& candidates);
 
-// Keys an older version had and this one moved, each with its new place: a recipe someone writes
-// is told where the key went (closest_match); a recipe.toml linformer wrote before the move is
-// read without it (load_written_recipe).
-const std::map<std::string, std::string>& moved_keys();
+// A key an older version had and this one moved: its new place, and what to do with the old key
+// where the new one would change the run (a resolved pretraining recipe carries every section).
+struct MovedKey {
+  std::string now;
+  std::string advice;
+};
+
+// Keys an older version had and this one moved: a recipe someone writes is told where the key
+// went and what to do (the unknown-key error, closest_match); a recipe.toml linformer wrote before
+// the move is read without it (load_written_recipe).
+const std::map<std::string, MovedKey>& moved_keys();
 
 }  // namespace linformer::config
