@@ -1147,6 +1147,9 @@ class CitedNumbers(unittest.TestCase):
                    f"{max(ordered):.2f}×)")
         self.cited(f"so do its seeds 2 and 3 (shuffled words {bags[1]:.2f}× and {bags[2]:.2f}× on test), while every "
                    f"seed at n = 512 and 1024 ends with some word order ({min(ordered):.2f}× to {max(ordered):.2f}×)")
+        self.cited(f"At k = 64 longer blocks cost the Linformer, where the paper's Figure 3d is flat: {high} ends at "
+                   f"{pair} of {low} ({self.over_seeds(claim).lower().removeprefix('over ')}, \"{check['outcome']}\"), every n = 2048 seed a "
+                   "bag of words")
         same_check, same_pair, _ = self.widest_pair("length_k64_warmup", same_targets=True)
         means = [claim["models"][r]["mean"] for r in runs]
         self.cited(f"over three seeds each n = 512, 1024, 2048 end at means of {means[0]:.1f}, {means[1]:.1f} and "
