@@ -890,8 +890,7 @@ class CitedNumbers(unittest.TestCase):
         self.cited(f"n = 2048 holds at {same_pair} of n = 512, \"{same_check['outcome']}\", and k = 256 is at "
                    f"{same_on_par} of the Transformer: above it, but not surely by more than 2%, \"{same_outcome}\"")
         k256 = self.claim("k_n1024")["same_targets"]["models"]["linformer_n1024_k256"]
-        with open(os.path.join(ROOT, "results", "brown", "runs", "linformer_n1024_k256", "same_targets.json")) as f:
-            again = json.load(f)["retrained"]
+        again = self.same_target("linformer_n1024_k256")["retrained"]
         scores = dict(zip(k256["seeds"], k256["valid_ppl"]))
         self.cited(f"(seed 1 of k = 256, trained again, ended "
                    f"{1 - again['checkpoint_valid_ppl'] / again['published_valid_ppl']:.1%} below its published run and "
@@ -1301,15 +1300,9 @@ class CitedNumbers(unittest.TestCase):
     def test_runs_trained_again_are_the_files(self):
         # Every score of a checkpoint trained again records the validation it logged beside the
         # published run's at the same update (same_targets.json, "retrained"); the guide sums them up.
-        runs = os.path.join(ROOT, "results", "brown", "runs")
-        gaps = []
-        for run in sorted(os.listdir(runs)):
-            path = os.path.join(runs, run, "same_targets.json")
-            if os.path.exists(path):
-                with open(path) as f:
-                    again = json.load(f).get("retrained")
-                if again:
-                    gaps.append(again["checkpoint_valid_ppl"] / again["published_valid_ppl"] - 1)
+        records = [self.same_target(run) for run in os.listdir(os.path.join(ROOT, "results", "brown", "runs"))]
+        gaps = [r["retrained"]["checkpoint_valid_ppl"] / r["retrained"]["published_valid_ppl"] - 1
+                for r in records if r and "retrained" in r]
         self.assertGreaterEqual(len(gaps), 10)
 
         def pct(x):
